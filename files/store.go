@@ -1,0 +1,73 @@
+package files
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors of the file store.
+var (
+	// ErrQuotaExceeded: the workspace's stored bytes plus the reservation
+	// would pass its storage quota.
+	ErrQuotaExceeded = errors.New("workspace storage quota exceeded")
+	// ErrReservationNotFound: the reservation was already settled or expired.
+	ErrReservationNotFound = errors.New("quota reservation not found")
+	// ErrNoProviderKey: the workspace stored no key for that provider.
+	ErrNoProviderKey = errors.New("no key stored for this provider")
+	// ErrNotFound: no such file record in the workspace.
+	ErrNotFound = errors.New("file not found")
+)
+
+// Record is the metadata row of a stored file. It exists only once the
+// bytes are durably stored.
+type Record struct {
+	ID          string
+	WorkspaceID string
+	KeyID       string
+	Filename    string
+	MimeType    string
+	Size        int64
+	SHA256      string // hex
+	Backend     string // fs | s3 | gcs | openai | anthropic
+	ObjectKey   string // bucket key, or the provider's file id
+	CreatedAt   time.Time
+}
+
+// Reservation holds quota for an upload in flight.
+type Reservation struct {
+	ID          string
+	WorkspaceID string
+	Bytes       int64
+	ExpiresAt   time.Time
+}
+
+// Store persists file records and enforces the per-workspace storage quota
+// with reservations, so concurrent uploads cannot overshoot it: an upload
+// reserves its largest possible size before streaming and settles after.
+// Implementations are safe for concurrent use.
+type Store interface {
+	// Reserve sets aside bytes of workspaceID's quota of limit bytes for
+	// ttl, atomically: stored + reserved + bytes <= limit, or
+	// ErrQuotaExceeded. Expired reservations no longer count.
+	Reserve(ctx context.Context, workspaceID string, bytes, limit int64, ttl time.Duration) (Reservation, error)
+	// Commit inserts rec and releases the reservation in one transaction, so
+	// the record's size replaces the reserved bytes. ErrReservationNotFound
+	// when it was already settled or expired (the upload must then be undone).
+	Commit(ctx context.Context, res Reservation, rec Record) error
+	// Release drops a reservation; releasing twice is harmless.
+	Release(ctx context.Context, res Reservation) error
+	// StoredBytes is the sum of the sizes of workspaceID's records.
+	StoredBytes(ctx context.Context, workspaceID string) (int64, error)
+	// FileByID returns a record of workspaceID, or ErrNotFound.
+	FileByID(ctx context.Context, workspaceID, id string) (Record, error)
+}
+
+// ProviderKeys stores each workspace's own keys for BYOK providers, sealed
+// (encrypted) by the caller: the store never sees a plaintext key.
+type ProviderKeys interface {
+	// PutProviderKey stores or replaces the sealed key.
+	PutProviderKey(ctx context.Context, workspaceID, provider string, sealed []byte) error
+	// ProviderKey returns the sealed key, or ErrNoProviderKey.
+	ProviderKey(ctx context.Context, workspaceID, provider string) ([]byte, error)
+}
