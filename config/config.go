@@ -1,0 +1,213 @@
+// Package config is the gateway's YAML configuration: defaults first, a
+// strict decode (an unknown key is an error naming its path), ${VAR}
+// expansion from the environment, then one validation pass that reports
+// every problem at once.
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration of one gateway process.
+type Config struct {
+	Server    Server    `yaml:"server"`
+	Log       Log       `yaml:"log"`
+	Metadata  Metadata  `yaml:"metadata"`
+	Redis     Redis     `yaml:"redis"`
+	Catalog   Catalog   `yaml:"catalog"`
+	Storage   Storage   `yaml:"storage"`
+	Providers Providers `yaml:"providers"`
+	Limits    Limits    `yaml:"limits"`
+}
+
+// Server configures the HTTP listener. There is deliberately no global write
+// timeout: uploads of 100 MiB over slow links are legitimate, so deadlines
+// are set per route instead.
+type Server struct {
+	Listen            string        `yaml:"listen"`
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	// ShutdownGrace bounds how long in-flight requests may run after SIGTERM.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// DrainDelay is how long /readyz fails before the listener closes, so the
+	// load balancer stops sending new requests first.
+	DrainDelay time.Duration `yaml:"drain_delay"`
+	// TrustedProxies are the CIDRs whose X-Forwarded-For entries are skipped
+	// when finding the client address.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
+}
+
+// Log configures the zap logger.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // json | console
+}
+
+// Metadata selects the SQL store of users, keys, workspaces and files.
+type Metadata struct {
+	Driver string `yaml:"driver"` // sqlite | postgres
+	DSN    string `yaml:"dsn"`    // a file path for sqlite, a postgres:// URL for postgres
+}
+
+// Redis configures the shared limiter state. Empty URL and Addrs mean
+// in-process limits, correct only for a single replica.
+type Redis struct {
+	URL string `yaml:"url"` // redis:// or rediss://
+	// Addrs lists cluster seed nodes; when set, a cluster client is used.
+	Addrs    []string `yaml:"addrs"`
+	Username string   `yaml:"username"`
+	Password string   `yaml:"password"`
+	// Timeout bounds every Redis call; past it the limiter falls back to
+	// local limits rather than make a request wait.
+	Timeout time.Duration `yaml:"timeout"`
+	// ReplicasHint is how many gateway replicas share the limits; each one
+	// allows limit/replicas while Redis is unreachable.
+	ReplicasHint int    `yaml:"replicas_hint"`
+	KeyPrefix    string `yaml:"key_prefix"`
+}
+
+// Enabled reports whether a Redis server is configured.
+func (r Redis) Enabled() bool { return r.URL != "" || len(r.Addrs) > 0 }
+
+// Catalog locates the model catalog file.
+type Catalog struct {
+	Path string `yaml:"path"`
+}
+
+// Storage selects the native file storage backend.
+type Storage struct {
+	Backend string    `yaml:"backend"` // fs | s3 | gcs
+	FS      FSStorage `yaml:"fs"`
+	S3      S3Storage `yaml:"s3"`
+	GCS     GCSBucket `yaml:"gcs"`
+}
+
+// FSStorage stores files under a local directory.
+type FSStorage struct {
+	Dir string `yaml:"dir"`
+}
+
+// S3Storage stores files in an S3 bucket or an S3-compatible server.
+// Credentials come from the SDK's standard chain, never from this file.
+type S3Storage struct {
+	Bucket    string `yaml:"bucket"`
+	Region    string `yaml:"region"`
+	Endpoint  string `yaml:"endpoint"`
+	PathStyle bool   `yaml:"path_style"`
+	Prefix    string `yaml:"prefix"`
+}
+
+// GCSBucket stores files in Google Cloud Storage (or its emulator when
+// Endpoint is set). Credentials come from Application Default Credentials.
+type GCSBucket struct {
+	Bucket   string `yaml:"bucket"`
+	Endpoint string `yaml:"endpoint"`
+	Prefix   string `yaml:"prefix"`
+}
+
+// Providers locates the BYOK providers' Files APIs.
+type Providers struct {
+	OpenAI    Provider `yaml:"openai"`
+	Anthropic Provider `yaml:"anthropic"`
+}
+
+// Provider is one BYOK provider endpoint.
+type Provider struct {
+	BaseURL string        `yaml:"base_url"`
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Limits are the per-file, per-workspace and per-key limits.
+type Limits struct {
+	MaxFileBytes          ByteSize `yaml:"max_file_bytes"`
+	WorkspaceStorageBytes ByteSize `yaml:"workspace_storage_bytes"`
+	// UploadBytes is a rolling byte budget per workspace for uploads.
+	UploadBytes ByteBudget `yaml:"upload_bytes"`
+	// UploadsInFlightPerKey caps concurrent uploads of one key.
+	UploadsInFlightPerKey int   `yaml:"uploads_in_flight_per_key"`
+	Rate                  Rates `yaml:"rate"`
+}
+
+// Rates are the request rate limits per route class.
+type Rates struct {
+	Enabled *bool `yaml:"enabled"`
+	Default Rate  `yaml:"default"`
+	Files   Rate  `yaml:"files"`
+}
+
+// On reports whether rate limiting is enabled (the default).
+func (r Rates) On() bool { return r.Enabled == nil || *r.Enabled }
+
+// Rate is a GCRA limit: Requests per Per, with Burst extra.
+type Rate struct {
+	Requests int           `yaml:"requests"`
+	Per      time.Duration `yaml:"per"`
+	Burst    int           `yaml:"burst"`
+}
+
+// ByteBudget is a byte allowance per period.
+type ByteBudget struct {
+	Bytes ByteSize      `yaml:"bytes"`
+	Per   time.Duration `yaml:"per"`
+}
+
+// ByteSize is a number of bytes written either as an integer or with a unit
+// ("100MiB", "20GiB", "10 GB").
+type ByteSize int64
+
+// UnmarshalYAML accepts integers and humanized sizes.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	var i int64
+	if err := n.Decode(&i); err == nil {
+		*b = ByteSize(i)
+		return nil
+	}
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a byte size such as 104857600 or 100MiB", n.Line)}}
+	}
+	v, err := humanize.ParseBytes(s)
+	if err != nil || v > 1<<62 {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a byte size (e.g. 104857600 or 100MiB)", n.Line, s)}}
+	}
+	*b = ByteSize(v)
+	return nil
+}
+
+// Default returns the embedded-default configuration: one machine, SQLite,
+// local disk, in-process limits.
+func Default() Config {
+	return Config{
+		Server: Server{
+			Listen:            "127.0.0.1:8080",
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			ShutdownGrace:     30 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+		},
+		Log:      Log{Level: "info", Format: "json"},
+		Metadata: Metadata{Driver: "sqlite", DSN: "./data/gateway.db"},
+		Redis:    Redis{Timeout: 200 * time.Millisecond, ReplicasHint: 1, KeyPrefix: "gw:"},
+		Catalog:  Catalog{Path: "configs/models.yaml"},
+		Storage:  Storage{Backend: "fs", FS: FSStorage{Dir: "./data/files"}},
+		Providers: Providers{
+			OpenAI:    Provider{BaseURL: "https://api.openai.com/v1", Timeout: 10 * time.Minute},
+			Anthropic: Provider{BaseURL: "https://api.anthropic.com", Timeout: 10 * time.Minute},
+		},
+		Limits: Limits{
+			MaxFileBytes:          104_857_600,
+			WorkspaceStorageBytes: 10 << 30,
+			UploadBytes:           ByteBudget{Bytes: 20 << 30, Per: time.Hour},
+			UploadsInFlightPerKey: 8,
+			Rate: Rates{
+				Default: Rate{Requests: 600, Per: time.Minute, Burst: 100},
+				Files:   Rate{Requests: 60, Per: time.Minute, Burst: 20},
+			},
+		},
+	}
+}
