@@ -1,0 +1,38 @@
+# The README's two commands are `make run` and `make test`.
+GO ?= go
+PKGS ?= ./...
+TEST_TIMEOUT ?= 12m
+
+.PHONY: build run test test-unit bench bench-go vet fmt clean
+
+build:
+	$(GO) build -o bin/gateway ./cmd/gateway
+
+# Runs the gateway on the embedded default: SQLite, local disk, in-process limits.
+run:
+	$(GO) run ./cmd/gateway serve
+
+# Starts Redis, PostgreSQL, an S3-compatible server and a GCS emulator on free
+# loopback ports, runs the whole suite with the race detector against them,
+# and stops them again, pass or fail.
+test:
+	deploy/testenv/run.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+# Unit tests only; integration tests skip without their servers.
+test-unit:
+	$(GO) test -race -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+# Go benchmarks (no servers needed for most; Redis ones use the test env).
+bench-go:
+	deploy/testenv/run.sh $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# Load benchmarks of the running gateway against bare baselines (see bench/).
+bench:
+	bench/lookup.sh
+
+clean:
+	rm -rf bin .testenv

@@ -1,0 +1,47 @@
+# Shared helpers for the test-server scripts; sourced by run.sh.
+
+# free_port prints a loopback TCP port nobody listens on. Ports are drawn at
+# random from a high range, so parallel runs rarely collide, and checked by
+# trying to connect.
+free_port() {
+  local p tries=0
+  while ((tries++ < 200)); do
+    p=$((20000 + RANDOM % 30000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  echo "no free port found" >&2
+  return 1
+}
+
+# wait_for DESCRIPTION SECONDS LOG COMMAND... retries COMMAND every 0.1 s
+# until it succeeds; on time-out prints the log's tail and fails.
+wait_for() {
+  local what=$1 secs=$2 log=$3
+  shift 3
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then
+      echo "testenv: $what did not become ready within ${secs}s; last log lines:" >&2
+      tail -n 30 "$log" >&2 || true
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
+# apt_install PACKAGE... installs Debian packages when running as root (a
+# fresh CI machine); elsewhere it tells the developer what is missing.
+apt_install() {
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "testenv: missing $*; install it (Debian: apt-get install $*)" >&2
+    return 1
+  fi
+  if [ -z "${TESTENV_APT_UPDATED:-}" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    TESTENV_APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# run.sh CMD [ARG...]: start every server the integration tests need —
+# Redis, PostgreSQL, an S3-compatible server (versitygw) and a GCS emulator
+# (fake-gcs-server) — each ephemeral, on a free loopback port, in a temp dir;
+# export their addresses (GATEWAY_TEST_*); run CMD; stop them all and remove
+# their data on exit, whatever CMD did. Nothing already running on the
+# machine is used. Servers missing from the machine are installed from
+# Debian's packages (as root) or built from the pinned tools module here.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+export TESTENV_BIN="${TESTENV_BIN:-$root/.testenv/bin}"
+mkdir -p "$TESTENV_BIN"
+state=$(mktemp -d "${TMPDIR:-/tmp}/gateway-testenv.XXXXXX")
+
+stop_all() {
+  local code=$?
+  if [ -f "$state/pids" ]; then
+    # SIGTERM, a bounded wait, then SIGKILL: nothing outlives the run.
+    while read -r pid; do kill -TERM "$pid" 2>/dev/null || true; done <"$state/pids"
+    for _ in $(seq 50); do
+      alive=0
+      while read -r pid; do kill -0 "$pid" 2>/dev/null && alive=1; done <"$state/pids"
+      ((alive)) || break
+      sleep 0.1
+    done
+    while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done <"$state/pids"
+  fi
+  rm -rf "$state"
+  exit "$code"
+}
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+
+source "$here/lib.sh"
+source "$here/redis.sh"
+source "$here/postgres.sh"
+source "$here/s3.sh"
+source "$here/gcs.sh"
+
+start_redis "$state"
+start_postgres "$state"
+start_s3 "$state"
+start_gcs "$state"
+
+if [ $# -eq 0 ]; then
+  set -- go test -race -count=1 ./...
+fi
+"$@"
