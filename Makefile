@@ -14,8 +14,8 @@ run:
 
 # Starts Redis, PostgreSQL, an S3-compatible server and a GCS emulator on free
 # loopback ports, runs the whole suite with the race detector against them,
-# and stops them again, pass or fail.
-test:
+# and stops them again, pass or fail. vet and gofmt run first.
+test: vet
 	deploy/testenv/run.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 # Unit tests only; integration tests skip without their servers.
