@@ -1,0 +1,426 @@
+// Package files is the upload service: it decides where an upload goes
+// (which workspace, native storage or a BYOK provider), holds its quota,
+// streams it to the destination while checking its type and size, and makes
+// it visible only once its bytes are durably stored — or leaves nothing.
+package files
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/aigateway/gateway/backends"
+	"github.com/aigateway/gateway/backends/byok"
+	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/workspace"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+)
+
+// Errors of the upload service; the HTTP layer maps each to a status.
+var (
+	ErrInvalidWorkspaceID = errors.New("workspace_id must be a UUID")     // 400
+	ErrWorkspaceForbidden = errors.New("workspace not usable by this key") // 403
+	ErrUnknownProvider    = errors.New("provider must be openai or anthropic")
+	ErrTooLarge           = errors.New("file exceeds the maximum size") // 413
+	ErrStorageUnavailable = errors.New("file storage unavailable")      // 503
+	ErrProvider           = errors.New("provider returned an error")    // 502
+	ErrProviderTimeout    = errors.New("provider timed out")            // 504
+	ErrNoFile             = errors.New("no file was written")
+)
+
+// Config are the limits of uploads.
+type Config struct {
+	// MaxFileBytes is the largest file accepted.
+	MaxFileBytes int64
+	// WorkspaceQuota is the most bytes a workspace may hold in native storage.
+	WorkspaceQuota int64
+	// ReservationTTL is how long quota held for an upload lasts if the
+	// replica dies before settling it.
+	ReservationTTL time.Duration
+	// Backend names the native storage ("fs", "s3", "gcs") in file records.
+	Backend string
+}
+
+// Workspaces resolves the workspace an upload goes to.
+type Workspaces interface {
+	Get(ctx context.Context, userID, idOrSlug string) (workspace.Workspace, error)
+	Default(ctx context.Context, userID string) (workspace.Workspace, error)
+}
+
+// Admission applies the shared (fleet-wide) limits of uploads: the rate per
+// workspace, the byte budget and the uploads in flight per key. Admit
+// returns a release function to call exactly once with the bytes actually
+// stored (0 when the upload failed).
+type Admission interface {
+	Admit(ctx context.Context, keyID, workspaceID string, declared int64) (release func(actual int64), err error)
+}
+
+// Service runs uploads. It is safe for concurrent use.
+type Service struct {
+	cfg        Config
+	store      Store
+	keys       ProviderKeys
+	bucket     backends.Bucket
+	providers  map[string]byok.Provider
+	sealer     *byok.Sealer
+	workspaces Workspaces
+	admission  Admission
+	log        *zap.Logger
+	now        func() time.Time
+	inflight   sync.WaitGroup
+}
+
+// Deps are the collaborators of a Service. Providers, Sealer and Admission
+// may be nil: BYOK uploads then fail with ErrUnknownProvider, and no shared
+// limits apply.
+type Deps struct {
+	Store      Store
+	Keys       ProviderKeys
+	Bucket     backends.Bucket
+	Providers  map[string]byok.Provider
+	Sealer     *byok.Sealer
+	Workspaces Workspaces
+	Admission  Admission
+	Log        *zap.Logger
+}
+
+// NewService returns an upload Service.
+func NewService(cfg Config, d Deps) *Service {
+	if cfg.ReservationTTL <= 0 {
+		cfg.ReservationTTL = time.Hour
+	}
+	return &Service{
+		cfg: cfg, store: d.Store, keys: d.Keys, bucket: d.Bucket, providers: d.Providers,
+		sealer: d.Sealer, workspaces: d.Workspaces, admission: d.Admission, log: d.Log, now: time.Now,
+	}
+}
+
+// MaxFileBytes is the configured per-file limit.
+func (s *Service) MaxFileBytes() int64 { return s.cfg.MaxFileBytes }
+
+// Wait blocks until every upload begun has been committed or aborted, so a
+// shutting-down process cleans up before it exits.
+func (s *Service) Wait() { s.inflight.Wait() }
+
+// Params say who uploads where.
+type Params struct {
+	Key *policy.APIKey
+	// WorkspaceID is the workspace_id query parameter; empty means the
+	// key's workspace (or its user's default one for a management key).
+	WorkspaceID string
+	// Provider is "" for native storage, or a BYOK provider name.
+	Provider string
+	// Declared is the most bytes the request can carry (its Content-Length),
+	// or -1 when unknown. It sizes the quota reservation and byte budget.
+	Declared int64
+}
+
+// Upload is one upload in progress: Begin, then Write once, then Commit or
+// Abort. Abort is safe to call at any point and after Commit (then it does
+// nothing), so callers defer it.
+type Upload struct {
+	s         *Service
+	workspace string
+	keyID     string
+	provider  byok.Provider
+	secret    byok.Secret
+	res       *Reservation
+	release   func(int64)
+
+	written   bool
+	committed bool
+	done      bool
+	rec       Record
+}
+
+// Begin resolves the workspace and the destination, and takes the quota
+// reservation and the shared limits, before any byte is read.
+func (s *Service) Begin(ctx context.Context, p Params) (u *Upload, err error) {
+	ws, err := s.resolveWorkspace(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	u = &Upload{s: s, workspace: ws, keyID: p.Key.ID}
+	s.inflight.Add(1)
+	defer func() {
+		if err != nil {
+			u.Abort(context.WithoutCancel(ctx))
+		}
+	}()
+
+	if p.Provider != "" {
+		if u.provider, u.secret, err = s.providerKey(ctx, ws, p.Provider); err != nil {
+			return u, err
+		}
+	}
+	declared := p.Declared
+	if declared < 0 || declared > s.cfg.MaxFileBytes {
+		declared = s.cfg.MaxFileBytes
+	}
+	if s.admission != nil {
+		if u.release, err = s.admission.Admit(ctx, p.Key.ID, ws, declared); err != nil {
+			return u, err
+		}
+	}
+	// Files sent to a BYOK provider count too: the quota bounds what the
+	// gateway keeps records of for the workspace, wherever the bytes are.
+	res, err := s.store.Reserve(ctx, ws, declared, s.cfg.WorkspaceQuota, s.cfg.ReservationTTL)
+	if err != nil {
+		return u, err
+	}
+	u.res = &res
+	return u, nil
+}
+
+// resolveWorkspace finds the upload's workspace. A standard key uploads only
+// to its own workspace; a management key to any workspace of its user.
+// Another user's workspace is refused exactly like a missing one.
+func (s *Service) resolveWorkspace(ctx context.Context, p Params) (string, error) {
+	k := p.Key
+	var requested string
+	if p.WorkspaceID != "" {
+		id, err := uuid.Parse(p.WorkspaceID)
+		if err != nil || len(p.WorkspaceID) != 36 {
+			return "", ErrInvalidWorkspaceID
+		}
+		requested = id.String()
+	}
+	if k.Role != policy.RoleManagement {
+		own := k.WorkspaceID
+		if own == "" {
+			w, err := s.workspaces.Default(ctx, k.UserID)
+			if err != nil {
+				return "", err
+			}
+			own = w.ID
+		}
+		if requested != "" && requested != own {
+			return "", ErrWorkspaceForbidden
+		}
+		return own, nil
+	}
+	if requested == "" {
+		w, err := s.workspaces.Default(ctx, k.UserID)
+		return w.ID, err
+	}
+	w, err := s.workspaces.Get(ctx, k.UserID, requested)
+	if errors.Is(err, workspace.ErrNotFound) {
+		return "", ErrWorkspaceForbidden
+	}
+	return w.ID, err
+}
+
+func (s *Service) providerKey(ctx context.Context, ws, name string) (byok.Provider, byok.Secret, error) {
+	prov, ok := s.providers[name]
+	if !ok || s.sealer == nil {
+		return nil, byok.Secret{}, ErrUnknownProvider
+	}
+	sealed, err := s.keys.ProviderKey(ctx, ws, name)
+	if err != nil {
+		return nil, byok.Secret{}, err
+	}
+	secret, err := s.sealer.Open(ws, name, sealed)
+	if err != nil {
+		return nil, byok.Secret{}, fmt.Errorf("open stored %s key of workspace %s: %w", name, ws, err)
+	}
+	return prov, secret, nil
+}
+
+// Write streams the file to its destination, checking its name, type and
+// size on the way. It may be called once.
+func (u *Upload) Write(ctx context.Context, filename string, body io.Reader) error {
+	if u.written || u.done {
+		return errors.New("files: Write called twice")
+	}
+	u.written = true
+	if err := ValidateFilename(filename); err != nil {
+		return err
+	}
+	limited := &limitReader{r: body, left: u.s.cfg.MaxFileBytes}
+	tr, err := NewTypeReader(limited, filename)
+	if err != nil {
+		return err
+	}
+	sum := &hashingReader{r: tr, h: sha256.New()}
+	id := newFileID()
+	now := u.s.now().UTC().Truncate(time.Microsecond)
+	u.rec = Record{ID: id, WorkspaceID: u.workspace, KeyID: u.keyID, Filename: filename, MimeType: tr.MimeType(), CreatedAt: now}
+
+	if u.provider != nil {
+		up, err := u.provider.Upload(ctx, u.secret, byok.File{Name: filename, ContentType: tr.MimeType(), Body: sum})
+		if err != nil {
+			return providerError(err)
+		}
+		u.rec.ID, u.rec.Backend, u.rec.ObjectKey = up.ID, u.provider.Name(), up.ID
+	} else {
+		key := "ws/" + u.workspace + "/" + id
+		if _, err := u.s.bucket.Upload(ctx, key, sum, -1, backends.UploadOptions{ContentType: tr.MimeType()}); err != nil {
+			return storageError(err)
+		}
+		u.rec.Backend, u.rec.ObjectKey = u.s.cfg.Backend, key
+	}
+	u.rec.Size = sum.n
+	u.rec.SHA256 = hex.EncodeToString(sum.h.Sum(nil))
+	return nil
+}
+
+// Stored reports whether Write placed bytes at the destination.
+func (u *Upload) stored() bool { return u.rec.ObjectKey != "" }
+
+// Commit records the file, making it visible, and settles the quota and
+// limits. If the record cannot be written the stored bytes are removed.
+func (u *Upload) Commit(ctx context.Context) (Record, error) {
+	if !u.stored() {
+		return Record{}, ErrNoFile
+	}
+	if err := u.s.store.Commit(ctx, *u.res, u.rec); err != nil {
+		return Record{}, err // the deferred Abort removes the bytes
+	}
+	u.committed = true
+	u.finish(ctx, u.rec.Size)
+	u.s.log.Info("file stored",
+		zap.String("file_id", u.rec.ID), zap.String("workspace_id", u.workspace), zap.String("key_id", u.keyID),
+		zap.String("backend", u.rec.Backend), zap.Int64("size", u.rec.Size), zap.String("mime_type", u.rec.MimeType))
+	return u.rec, nil
+}
+
+// Abort undoes whatever the upload did: the stored object or provider file
+// is deleted, the reservation released. It runs on a context detached from
+// the request's (a cancelled client must not stop the cleanup) but bounded.
+func (u *Upload) Abort(ctx context.Context) {
+	if u == nil || u.done {
+		return
+	}
+	if u.committed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if u.stored() {
+		var err error
+		if u.provider != nil {
+			err = u.provider.Delete(ctx, u.secret, u.rec.ObjectKey)
+		} else {
+			err = u.s.bucket.Delete(ctx, u.rec.ObjectKey)
+		}
+		if err != nil {
+			// Left behind: say exactly what, so it can be removed by hand.
+			u.s.log.Error("could not remove the bytes of a failed upload",
+				zap.String("backend", u.rec.Backend), zap.String("object", u.rec.ObjectKey),
+				zap.String("workspace_id", u.workspace), zap.Error(err))
+		}
+	}
+	if u.res != nil {
+		if err := u.s.store.Release(ctx, *u.res); err != nil && !errors.Is(err, ErrReservationNotFound) {
+			u.s.log.Warn("could not release a quota reservation; it expires by itself",
+				zap.String("reservation", u.res.ID), zap.Error(err))
+		}
+	}
+	u.finish(ctx, 0)
+}
+
+// finish settles the shared limits once and ends the upload's tracking.
+func (u *Upload) finish(_ context.Context, actual int64) {
+	if u.done {
+		return
+	}
+	u.done = true
+	if u.release != nil {
+		u.release(actual)
+	}
+	u.s.inflight.Done()
+}
+
+// providerError classifies a BYOK provider failure, keeping the provider's
+// details (request id) reachable for the error envelope.
+func providerError(err error) error {
+	var tooLarge *TooLargeError
+	switch {
+	case errors.As(err, &tooLarge), errors.Is(err, ErrUnsupportedType), errors.Is(err, ErrEmptyFile), errors.Is(err, context.Canceled):
+		return err // the client's file or connection, not the provider
+	case errors.Is(err, byok.ErrProviderTimeout), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", ErrProviderTimeout, err)
+	default:
+		return fmt.Errorf("%w: %w", ErrProvider, err)
+	}
+}
+
+// storageError classifies a native storage failure.
+func storageError(err error) error {
+	var tooLarge *TooLargeError
+	switch {
+	case errors.As(err, &tooLarge), errors.Is(err, ErrUnsupportedType), errors.Is(err, ErrEmptyFile), errors.Is(err, context.Canceled):
+		return err
+	case errors.Is(err, backends.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", ErrStorageUnavailable, err)
+	default:
+		return err
+	}
+}
+
+var fileIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newFileID returns "file-" and 24 random characters (120 bits).
+func newFileID() string {
+	var b [15]byte
+	_, _ = rand.Read(b[:])
+	return "file-" + fileIDEncoding.EncodeToString(b[:])
+}
+
+// TooLargeError is returned while streaming a file past the limit.
+type TooLargeError struct{ Limit int64 }
+
+func (e *TooLargeError) Error() string { return fmt.Sprintf("file exceeds %d bytes", e.Limit) }
+func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
+
+// Metadata tells the client the limit.
+func (e *TooLargeError) Metadata() map[string]any { return map[string]any{"max_file_bytes": e.Limit} }
+
+// limitReader fails with *TooLargeError as soon as more than left bytes
+// arrive, wherever in the stream that happens.
+type limitReader struct {
+	r     io.Reader
+	left  int64
+	limit int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.limit == 0 {
+		l.limit = l.left
+	}
+	if l.left < 0 {
+		return 0, &TooLargeError{Limit: l.limit}
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1] // one byte past the limit is enough to know
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return 0, &TooLargeError{Limit: l.limit}
+	}
+	return n, err
+}
+
+// hashingReader counts and hashes what passes through.
+type hashingReader struct {
+	r io.Reader
+	h hash.Hash
+	n int64
+}
+
+func (h *hashingReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	h.n += int64(n)
+	h.h.Write(p[:n])
+	return n, err
+}

@@ -1,0 +1,293 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/aigateway/gateway/policy"
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// fakeAuth accepts the tokens it holds.
+type fakeAuth map[string]*policy.APIKey
+
+func (f fakeAuth) Authenticate(_ context.Context, header string) (*policy.APIKey, error) {
+	if header == "" {
+		return nil, policy.ErrUnauthenticated
+	}
+	if k, ok := f[strings.TrimPrefix(header, "Bearer ")]; ok {
+		return k, nil
+	}
+	return nil, policy.ErrInvalidKey
+}
+
+var (
+	standardKey   = &policy.APIKey{ID: "k-standard", UserID: "u1", Role: policy.RoleStandard, WorkspaceID: "w1"}
+	managementKey = &policy.APIKey{ID: "k-management", UserID: "u1", Role: policy.RoleManagement}
+	testAuth      = fakeAuth{"standard": standardKey, "management": managementKey}
+)
+
+func newTestAPI(t *testing.T, o Options) (*API, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zap.DebugLevel)
+	if o.Log == nil {
+		o.Log = zap.New(core)
+	}
+	if o.Auth == nil {
+		o.Auth = testAuth
+	}
+	return New(o), logs
+}
+
+type envelopeBody struct {
+	Error struct {
+		Code     int            `json:"code"`
+		Message  string         `json:"message"`
+		Metadata map[string]any `json:"metadata"`
+	} `json:"error"`
+}
+
+func do(t *testing.T, h http.Handler, method, path, token string, body io.Reader) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, path, body)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func decodeEnvelope(t *testing.T, rec *httptest.ResponseRecorder) envelopeBody {
+	t.Helper()
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type = %q, want application/json", ct)
+	}
+	var env envelopeBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil {
+		t.Fatalf("body %q is not JSON: %v", rec.Body.String(), err)
+	}
+	if env.Error.Code != rec.Code {
+		t.Fatalf("error.code = %d, want the HTTP status %d", env.Error.Code, rec.Code)
+	}
+	return env
+}
+
+func TestEnvelopeForEdgeErrors(t *testing.T) {
+	api, _ := newTestAPI(t, Options{})
+	h := api.Handler()
+	tests := []struct {
+		name, method, path, token string
+		status                    int
+		message                   string
+	}{
+		{"no header", "GET", "/api/v1/model/a/b", "", 401, msgMissingAuth},
+		{"unknown key", "GET", "/api/v1/model/a/b", "nope", 401, msgInvalidAuth},
+		{"unknown api route unauthenticated", "GET", "/api/v1/nothing-here", "", 401, msgMissingAuth},
+		{"unknown api route", "GET", "/api/v1/nothing-here", "standard", 404, msgNotFound},
+		{"unknown route", "GET", "/nothing", "", 404, msgNotFound},
+		{"wrong method", "DELETE", "/api/v1/workspaces", "management", 405, msgMethodNotAllowed},
+		{"standard key on workspaces", "POST", "/api/v1/workspaces", "standard", 403, msgManagementOnly},
+		{"standard key on workspace lookup", "GET", "/api/v1/workspaces/abc", "standard", 403, msgManagementOnly},
+		{"unwired catalog", "GET", "/api/v1/model/a/b", "standard", 503, msgUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := do(t, h, tt.method, tt.path, tt.token, nil)
+			if rec.Code != tt.status {
+				t.Fatalf("status = %d, want %d; body %s", rec.Code, tt.status, rec.Body)
+			}
+			env := decodeEnvelope(t, rec)
+			if env.Error.Message != tt.message {
+				t.Errorf("message = %q, want %q", env.Error.Message, tt.message)
+			}
+			if rec.Header().Get("X-Request-Id") == "" {
+				t.Error("no X-Request-Id on the response")
+			}
+		})
+	}
+}
+
+func TestAuthSchemes(t *testing.T) {
+	api, _ := newTestAPI(t, Options{})
+	h := api.Handler()
+	for _, header := range []string{"Basic standard", "Bearer", "standard", "Bearer  "} {
+		req := httptest.NewRequest("GET", "/api/v1/models", nil)
+		req.Header.Set("Authorization", header)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 401 {
+			t.Errorf("Authorization %q: status %d, want 401", header, rec.Code)
+		}
+	}
+}
+
+func TestRequestIDHonoursSaneIncoming(t *testing.T) {
+	api, _ := newTestAPI(t, Options{})
+	h := api.Handler()
+	for in, keep := range map[string]bool{
+		"abc-123":                true,
+		"trace:0af7651916cd43dd": true,
+		"bad id with spaces":     false,
+		strings.Repeat("a", 129): false,
+		"new\nline":              false,
+		"":                       false,
+	} {
+		req := httptest.NewRequest("GET", "/healthz", nil)
+		req.Header.Set("X-Request-Id", in)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		got := rec.Header().Get("X-Request-Id")
+		if keep && got != in {
+			t.Errorf("incoming %q: got %q, want it kept", in, got)
+		}
+		if !keep && (got == in || got == "") {
+			t.Errorf("incoming %q: got %q, want a fresh id", in, got)
+		}
+	}
+}
+
+func TestPanicBecomes500AndIsLogged(t *testing.T) {
+	api, logs := newTestAPI(t, Options{})
+	r := chi.NewRouter()
+	r.Use(api.observe)
+	r.Get("/boom", func(http.ResponseWriter, *http.Request) { panic("kaboom") })
+	rec := do(t, r, "GET", "/boom", "", nil)
+	if rec.Code != 500 {
+		t.Fatalf("status = %d, want 500", rec.Code)
+	}
+	env := decodeEnvelope(t, rec)
+	if env.Error.Message != msgInternal || strings.Contains(rec.Body.String(), "kaboom") {
+		t.Errorf("body %s: want the generic message, no panic text", rec.Body)
+	}
+	entries := logs.FilterMessage("panic serving request").All()
+	if len(entries) != 1 {
+		t.Fatalf("want one panic log line, got %d", len(entries))
+	}
+	if _, ok := entries[0].ContextMap()["stack"]; !ok {
+		t.Error("panic log line has no stack")
+	}
+}
+
+func TestInternalErrorsAreNotShown(t *testing.T) {
+	api, logs := newTestAPI(t, Options{})
+	h := api.adapt(func(http.ResponseWriter, *http.Request) error {
+		return errors.New("dial tcp 10.0.0.7:5432: secret detail")
+	})
+	rec := httptest.NewRecorder()
+	h(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != 500 || strings.Contains(rec.Body.String(), "10.0.0.7") {
+		t.Fatalf("got %d %s: want a bare 500", rec.Code, rec.Body)
+	}
+	if logs.FilterMessage("request failed").Len() != 1 {
+		t.Error("the 500 was not logged")
+	}
+}
+
+func TestAccessLogNamesRouteAndKeyNeverSecret(t *testing.T) {
+	api, logs := newTestAPI(t, Options{})
+	h := api.Handler()
+	do(t, h, "GET", "/api/v1/workspaces/some-slug", "standard", nil)
+	lines := logs.FilterMessage("request").All()
+	if len(lines) != 1 {
+		t.Fatalf("want one access log line, got %d", len(lines))
+	}
+	f := lines[0].ContextMap()
+	if f["route"] != "/api/v1/workspaces/{id}" || f["key_id"] != "k-standard" || f["status"] != int64(403) {
+		t.Errorf("access log fields = %v", f)
+	}
+	for _, e := range logs.All() {
+		for _, v := range e.ContextMap() {
+			if s, ok := v.(string); ok && strings.Contains(s, "Bearer") {
+				t.Errorf("a log line carries the Authorization header: %v", e.ContextMap())
+			}
+		}
+	}
+}
+
+func TestMetricsCountByRoutePattern(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	api, _ := newTestAPI(t, Options{Registry: reg})
+	h := api.Handler()
+	do(t, h, "GET", "/api/v1/workspaces/a", "standard", nil)
+	do(t, h, "GET", "/api/v1/workspaces/b", "standard", nil)
+	rec := do(t, h, "GET", "/metrics", "", nil)
+	want := `gateway_http_requests_total{method="GET",route="/api/v1/workspaces/{id}",status="403"} 2`
+	if !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("metrics lack %s", want)
+	}
+}
+
+func TestReadyzFailsWhileDraining(t *testing.T) {
+	failing := false
+	api, _ := newTestAPI(t, Options{ReadyChecks: map[string]ReadyCheck{
+		"metadata": func(context.Context) error {
+			if failing {
+				return errors.New("down")
+			}
+			return nil
+		},
+		"redis": func(context.Context) error { return Degraded{Reason: "using local limits"} },
+	}})
+	h := api.Handler()
+	if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != 200 || !strings.Contains(rec.Body.String(), "degraded") {
+		t.Fatalf("readyz = %d %s, want 200 degraded", rec.Code, rec.Body)
+	}
+	failing = true
+	if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != 503 || strings.Contains(rec.Body.String(), "down") {
+		t.Fatalf("readyz with a failed check = %d %s, want 503 without the error text", rec.Code, rec.Body)
+	}
+	failing = false
+	api.StartDraining()
+	if rec := do(t, h, "GET", "/readyz", "", nil); rec.Code != 503 {
+		t.Fatalf("readyz while draining = %d, want 503", rec.Code)
+	}
+	if rec := do(t, h, "GET", "/healthz", "", nil); rec.Code != 200 {
+		t.Fatalf("healthz while draining = %d, want 200", rec.Code)
+	}
+}
+
+func TestClientAddrBehindTrustedProxies(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	tests := []struct {
+		remote, xff string
+		want        string
+	}{
+		{"203.0.113.9:1234", "1.2.3.4", "203.0.113.9"},                       // untrusted peer: header ignored
+		{"10.0.0.2:1234", "198.51.100.7", "198.51.100.7"},                    // one trusted hop
+		{"10.0.0.2:1234", "6.6.6.6, 198.51.100.7, 10.0.0.3", "198.51.100.7"}, // spoofed leftmost entry ignored
+		{"10.0.0.2:1234", "garbage", "10.0.0.2"},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tt.remote
+		r.Header.Set("X-Forwarded-For", tt.xff)
+		if got := clientAddr(r, trusted).String(); got != tt.want {
+			t.Errorf("remote %s xff %q: got %s, want %s", tt.remote, tt.xff, got, tt.want)
+		}
+	}
+}
+
+func TestETagMatching(t *testing.T) {
+	tests := []struct {
+		header string
+		want   bool
+	}{
+		{`"abc"`, true}, {`W/"abc"`, true}, {`"x", "abc"`, true}, {`*`, true}, {`"abd"`, false}, {``, false},
+	}
+	for _, tt := range tests {
+		if got := etagMatches(tt.header, `"abc"`); got != tt.want {
+			t.Errorf("etagMatches(%q) = %v, want %v", tt.header, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aigateway/gateway/catalog"
+	"github.com/aigateway/gateway/policy"
+	"github.com/go-chi/chi/v5"
+)
+
+// CatalogSource hands out the current catalog version. A request reads it
+// once, so a hot reload never mixes two versions in one answer.
+type CatalogSource interface {
+	Current() *catalog.Catalog
+}
+
+// errModelNotFound is the 404 of model lookups (unknown model, variant not
+// offered, unusable path segment).
+var errModelNotFound = errors.New("model not found")
+
+// maxSegmentBytes bounds a decoded author or slug; real ids are far shorter.
+const maxSegmentBytes = 256
+
+// getModel answers GET /api/v1/model/{author}/{slug} with the pre-encoded
+// body of the catalog version current when the request arrived.
+func (a *API) getModel(w http.ResponseWriter, r *http.Request) error {
+	author, err := pathSegment(r, "author")
+	if err != nil {
+		return err
+	}
+	slug, err := pathSegment(r, "slug")
+	if err != nil {
+		return err
+	}
+	if a.catalog == nil {
+		return errUnavailable
+	}
+	e, ok := a.catalog.Current().Lookup(author, slug)
+	if !ok {
+		return errModelNotFound
+	}
+	if k := keyFrom(r.Context()); k != nil && !k.AllowsModel(e.BaseID) && !k.AllowsModel(e.ID) {
+		return policy.ErrModelNotAllowed
+	}
+	writeCached(w, r, e.ETag, e.Body)
+	return nil
+}
+
+// listModels answers GET /api/v1/models with every model, sorted by id.
+func (a *API) listModels(w http.ResponseWriter, r *http.Request) error {
+	if a.catalog == nil {
+		return errUnavailable
+	}
+	l := a.catalog.Current().List()
+	writeCached(w, r, l.ETag, l.Body)
+	return nil
+}
+
+// writeCached writes a pre-encoded body with its strong ETag, or 304 when
+// the client already holds it.
+func writeCached(w http.ResponseWriter, r *http.Request, etag string, body []byte) {
+	h := w.Header()
+	h["Etag"] = []string{etag}
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeBody(w, http.StatusOK, body)
+}
+
+// etagMatches applies If-None-Match's weak comparison (RFC 9110 13.1.2).
+func etagMatches(header, etag string) bool {
+	etag = strings.TrimPrefix(etag, "W/")
+	for header != "" {
+		var tag string
+		tag, header, _ = strings.Cut(header, ",")
+		tag = strings.TrimSpace(tag)
+		if tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// pathSegment returns a decoded path value. Clients send ids percent-encoded
+// (gpt-4%3Afree, %7Eopenai); an encoded "/" inside a segment, an empty or
+// over-long segment names nothing (404); broken percent-encoding or invalid
+// UTF-8 is a malformed request (400).
+func pathSegment(r *http.Request, name string) (string, error) {
+	raw := chi.URLParam(r, name)
+	v := raw
+	if strings.IndexByte(raw, '%') >= 0 {
+		var err error
+		if v, err = url.PathUnescape(raw); err != nil {
+			return "", badRequest(map[string]any{name: "malformed percent-encoding"})
+		}
+	}
+	if !utf8.ValidString(v) {
+		return "", badRequest(map[string]any{name: "not valid UTF-8"})
+	}
+	if v == "" || len(v) > maxSegmentBytes || strings.IndexByte(v, '/') >= 0 {
+		return "", errNotFound
+	}
+	return v, nil
+}

@@ -1,0 +1,110 @@
+// Package gateway is the HTTP edge: the routes of the whole API surface, the
+// middleware chain, one handler file per resource, and the one table that
+// maps errors to statuses and the spec's error envelope.
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"sync/atomic"
+
+	"github.com/aigateway/gateway/policy"
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// Authenticator turns an Authorization header into the caller's key.
+type Authenticator interface {
+	Authenticate(ctx context.Context, header string) (*policy.APIKey, error)
+}
+
+// Options are the dependencies of the API. Nil services leave their routes
+// answering 503, so a partly wired gateway still speaks the envelope.
+type Options struct {
+	Log            *zap.Logger
+	Auth           Authenticator
+	Catalog        CatalogSource
+	Workspaces     WorkspaceService
+	Files          FileService
+	Limits         *RateLimits
+	Registry       *prometheus.Registry
+	TrustedProxies []netip.Prefix
+	// ReadyChecks are run by /readyz, by name.
+	ReadyChecks map[string]ReadyCheck
+	// DisableAccessLog turns the per-request log line off (benchmarks).
+	DisableAccessLog bool
+}
+
+// API is the gateway's HTTP surface.
+type API struct {
+	log        *zap.Logger
+	auth       Authenticator
+	catalog    CatalogSource
+	workspaces WorkspaceService
+	files      FileService
+	limits     *RateLimits
+	metrics    *httpMetrics
+	registry   *prometheus.Registry
+	trusted    []netip.Prefix
+	ready      map[string]ReadyCheck
+	accessLog  bool
+	ids        *requestIDs
+	draining   atomic.Bool
+}
+
+// New builds the API from its dependencies.
+func New(o Options) *API {
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	return &API{
+		log:        o.Log,
+		auth:       o.Auth,
+		catalog:    o.Catalog,
+		workspaces: o.Workspaces,
+		files:      o.Files,
+		limits:     o.Limits,
+		metrics:    newHTTPMetrics(reg),
+		registry:   reg,
+		trusted:    o.TrustedProxies,
+		ready:      o.ReadyChecks,
+		accessLog:  !o.DisableAccessLog,
+		ids:        newRequestIDs(),
+	}
+}
+
+// StartDraining makes /readyz fail so load balancers stop routing here.
+func (a *API) StartDraining() { a.draining.Store(true) }
+
+// Handler returns the whole API surface.
+func (a *API) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(a.observe)
+	r.NotFound(a.adapt(func(http.ResponseWriter, *http.Request) error { return errNotFound }))
+	r.MethodNotAllowed(a.adapt(func(http.ResponseWriter, *http.Request) error { return errMethodNotAllowed }))
+
+	r.Get("/healthz", a.healthz)
+	r.Get("/readyz", a.readyz)
+	r.Handle("/metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{Registry: a.registry}))
+
+	r.Route("/api/v1", func(r chi.Router) {
+		r.Use(a.authenticate)
+		r.Use(a.rateLimit(classDefault))
+
+		r.Get("/model/{author}/{slug}", a.adapt(a.getModel))
+		r.Get("/models", a.adapt(a.listModels))
+
+		r.Group(func(r chi.Router) {
+			r.Use(a.managementOnly)
+			r.Post("/workspaces", a.adapt(a.createWorkspace))
+			r.Get("/workspaces/{id}", a.adapt(a.getWorkspace))
+		})
+
+		r.With(a.rateLimit(classFiles)).Post("/files", a.adapt(a.uploadFile))
+	})
+	return r
+}
