@@ -25,7 +25,8 @@ func (f fakeAuth) Authenticate(_ context.Context, header string) (*policy.APIKey
 	if header == "" {
 		return nil, policy.ErrUnauthenticated
 	}
-	if k, ok := f[strings.TrimPrefix(header, "Bearer ")]; ok {
+	token, ok := strings.CutPrefix(header, "Bearer ")
+	if k, known := f[token]; ok && known {
 		return k, nil
 	}
 	return nil, policy.ErrInvalidKey
