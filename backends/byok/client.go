@@ -86,6 +86,7 @@ func newClient(name string, opts Options, w wire, log *zap.Logger) (*client, err
 		ResponseHeaderTimeout: orDefault(opts.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
 		IdleConnTimeout:       90 * time.Second,
 		MaxIdleConnsPerHost:   16,
+		WriteBufferSize:       64 << 10,
 	}
 	return &client{
 		name:    name,
