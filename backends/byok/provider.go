@@ -1,4 +1,4 @@
-// Package byok uploads files to AI providers' Files APIs with a workspace's
+// Package byok uploads files to model providers' Files APIs with a workspace's
 // own provider key ("bring your own key"), and keeps those keys sealed at
 // rest.
 //
