@@ -1,0 +1,235 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/workspace"
+)
+
+// Reserve sets aside bytes of workspaceID's quota of limit bytes for ttl:
+// stored + unexpired reservations + bytes <= limit, or a *QuotaError
+// (files.ErrQuotaExceeded). An unknown workspace is workspace.ErrNotFound.
+//
+// Reservations of one workspace are decided one at a time, also across
+// replicas: the transaction first locks the workspace's usage row (on
+// SQLite the one writer does that), then drops expired reservations and
+// counts what is left. The reservation expires at the store's clock + ttl.
+func (s *Store) Reserve(ctx context.Context, workspaceID string, bytes, limit int64, ttl time.Duration) (files.Reservation, error) {
+	if bytes < 0 || ttl <= 0 {
+		return files.Reservation{}, invalidf("reserve %d bytes for %v", bytes, ttl)
+	}
+	wsID, ok := canonicalUUID(workspaceID)
+	if !ok {
+		return files.Reservation{}, workspace.ErrNotFound
+	}
+	now := micro(s.now())
+	res := files.Reservation{ID: uuid.NewString(), WorkspaceID: wsID, Bytes: bytes, ExpiresAt: now.Add(ttl)}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// The usage row is made on first need; for an unknown workspace the
+		// SELECT yields nothing, so nothing is inserted.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO workspace_usage (workspace_id, stored_bytes)
+			SELECT id, 0 FROM workspaces WHERE id = $1
+			ON CONFLICT (workspace_id) DO NOTHING`, wsID); err != nil {
+			return fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		stored, err := lockUsage(ctx, tx, s.d, wsID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return workspace.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx,
+			`DELETE FROM quota_reservations WHERE workspace_id = $1 AND expires_at <= $2`,
+			wsID, s.d.ts(now)); err != nil {
+			return fmt.Errorf("sqlstore: reserve: drop expired: %w", err)
+		}
+		var reserved int64
+		if err := tx.QueryRowContext(ctx,
+			`SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM quota_reservations WHERE workspace_id = $1`,
+			wsID).Scan(&reserved); err != nil {
+			return fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		// Written as a subtraction so huge values cannot overflow past the check.
+		if bytes > limit-stored-reserved {
+			return &QuotaError{Limit: limit, Stored: stored, Reserved: reserved, Requested: bytes}
+		}
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO quota_reservations (id, workspace_id, bytes, expires_at) VALUES ($1, $2, $3, $4)`,
+			res.ID, wsID, bytes, s.d.ts(res.ExpiresAt)); err != nil {
+			return fmt.Errorf("sqlstore: reserve: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return files.Reservation{}, err
+	}
+	return res, nil
+}
+
+// lockUsage returns the workspace's stored bytes and, on PostgreSQL, locks
+// its usage row until the transaction ends. Reserve and Commit both take
+// this lock first, so they never wait on each other in opposite orders.
+func lockUsage(ctx context.Context, tx *sql.Tx, d dialect, wsID string) (int64, error) {
+	var stored int64
+	err := tx.QueryRowContext(ctx,
+		`SELECT stored_bytes FROM workspace_usage WHERE workspace_id = $1`+d.forUpdate, wsID).Scan(&stored)
+	return stored, err
+}
+
+// Commit inserts rec and releases res in one transaction, so rec.Size
+// replaces the reserved bytes in the workspace's usage.
+// files.ErrReservationNotFound when the reservation was already settled or
+// has expired, or belongs to another workspace than rec; files.ErrQuotaExceeded
+// when rec.Size exceeds the reserved bytes (the reservation is then kept, for the
+// caller to release); ErrConflict for a reused rec.ID. On any error nothing
+// is inserted.
+func (s *Store) Commit(ctx context.Context, res files.Reservation, rec files.Record) error {
+	if rec.ID == "" || rec.Size < 0 {
+		return invalidf("file record needs an id and a size >= 0")
+	}
+	wsID, ok := canonicalUUID(rec.WorkspaceID)
+	if resWS, _ := canonicalUUID(res.WorkspaceID); !ok || resWS != wsID {
+		return files.ErrReservationNotFound
+	}
+	now := micro(s.now())
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := lockUsage(ctx, tx, s.d, wsID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return files.ErrReservationNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: commit file: %w", err)
+		}
+		var reserved int64
+		err = tx.QueryRowContext(ctx, `DELETE FROM quota_reservations
+			WHERE id = $1 AND workspace_id = $2 AND expires_at > $3
+			RETURNING bytes`, res.ID, wsID, s.d.ts(now)).Scan(&reserved)
+		if errors.Is(err, sql.ErrNoRows) {
+			return files.ErrReservationNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: commit file: %w", err)
+		}
+		if rec.Size > reserved {
+			// The quota check was made for the reserved bytes only.
+			return fmt.Errorf("%w: a file of %d bytes exceeds its reservation of %d",
+				files.ErrQuotaExceeded, rec.Size, reserved)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO files
+			(id, workspace_id, key_id, filename, mime_type, size, sha256, backend, object_key, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			rec.ID, wsID, rec.KeyID, rec.Filename, rec.MimeType, rec.Size, rec.SHA256, rec.Backend,
+			rec.ObjectKey, s.d.ts(micro(rec.CreatedAt)))
+		if s.d.violation(err) == violationPrimaryKey {
+			return fmt.Errorf("commit file: %w", ErrConflict)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: commit file: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx,
+			`UPDATE workspace_usage SET stored_bytes = stored_bytes + $2 WHERE workspace_id = $1`,
+			wsID, rec.Size); err != nil {
+			return fmt.Errorf("sqlstore: commit file: %w", err)
+		}
+		return nil
+	})
+}
+
+// Release drops a reservation. Releasing twice, or after Commit, is
+// harmless.
+func (s *Store) Release(ctx context.Context, res files.Reservation) error {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM quota_reservations WHERE id = $1`, res.ID); err != nil {
+		return fmt.Errorf("sqlstore: release reservation: %w", err)
+	}
+	return nil
+}
+
+// StoredBytes is the sum of the sizes of workspaceID's records (0 for a
+// workspace without any, or an unknown one).
+func (s *Store) StoredBytes(ctx context.Context, workspaceID string) (int64, error) {
+	wsID, ok := canonicalUUID(workspaceID)
+	if !ok {
+		return 0, nil
+	}
+	var n int64
+	err := s.r.QueryRowContext(ctx,
+		`SELECT stored_bytes FROM workspace_usage WHERE workspace_id = $1`, wsID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: stored bytes: %w", err)
+	}
+	return n, nil
+}
+
+// FileByID returns the record id of workspaceID, or files.ErrNotFound (also
+// when the file belongs to another workspace).
+func (s *Store) FileByID(ctx context.Context, workspaceID, id string) (files.Record, error) {
+	wsID, ok := canonicalUUID(workspaceID)
+	if !ok {
+		return files.Record{}, files.ErrNotFound
+	}
+	var r files.Record
+	err := s.r.QueryRowContext(ctx, `SELECT id, workspace_id, key_id, filename, mime_type, size, sha256,
+		backend, object_key, created_at FROM files WHERE id = $1 AND workspace_id = $2`, id, wsID).Scan(
+		&r.ID, &r.WorkspaceID, &r.KeyID, &r.Filename, &r.MimeType, &r.Size, &r.SHA256, &r.Backend,
+		&r.ObjectKey, timeCol{&r.CreatedAt})
+	if errors.Is(err, sql.ErrNoRows) {
+		return files.Record{}, files.ErrNotFound
+	}
+	if err != nil {
+		return files.Record{}, fmt.Errorf("sqlstore: file by id: %w", err)
+	}
+	return r, nil
+}
+
+// PutProviderKey stores or replaces the sealed key of workspaceID for
+// provider. An unknown workspace is workspace.ErrNotFound.
+func (s *Store) PutProviderKey(ctx context.Context, workspaceID, provider string, sealed []byte) error {
+	wsID, ok := canonicalUUID(workspaceID)
+	if !ok {
+		return workspace.ErrNotFound
+	}
+	if provider == "" || len(sealed) == 0 {
+		return invalidf("provider and sealed key are required")
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO provider_keys (workspace_id, provider, sealed, updated_at)
+		VALUES ($1, $2, $3, $4)
+		ON CONFLICT (workspace_id, provider) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
+		wsID, provider, sealed, s.d.ts(micro(s.now())))
+	if s.d.violation(err) == violationForeignKey {
+		return workspace.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: put provider key: %w", err)
+	}
+	return nil
+}
+
+// ProviderKey returns the sealed key of workspaceID for provider, or
+// files.ErrNoProviderKey.
+func (s *Store) ProviderKey(ctx context.Context, workspaceID, provider string) ([]byte, error) {
+	wsID, ok := canonicalUUID(workspaceID)
+	if !ok {
+		return nil, files.ErrNoProviderKey
+	}
+	var sealed []byte
+	err := s.r.QueryRowContext(ctx,
+		`SELECT sealed FROM provider_keys WHERE workspace_id = $1 AND provider = $2`, wsID, provider).Scan(&sealed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, files.ErrNoProviderKey
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: provider key: %w", err)
+	}
+	return sealed, nil
+}

@@ -1,0 +1,89 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	"go.uber.org/zap"
+)
+
+// PostgreSQL SQLSTATEs the store maps to errors.
+const (
+	pgUniqueViolation     = "23505"
+	pgForeignKeyViolation = "23503"
+)
+
+// pgMigrationLockKey names the advisory lock held while migrating: the
+// ASCII bytes of "sqlstore".
+const pgMigrationLockKey int64 = 0x73716c73746f7265
+
+// Pool bounds. A request holds a connection only for one short statement or
+// transaction; the bound keeps many replicas from exhausting the server's
+// max_connections (100 by default).
+const (
+	pgMaxOpenConns    = 16
+	pgConnMaxIdleTime = 5 * time.Minute
+	pgConnMaxLifetime = 30 * time.Minute
+)
+
+var postgresDialect = dialect{
+	name:          DriverPostgres,
+	forUpdate:     " FOR UPDATE",
+	migrationLock: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", pgMigrationLockKey),
+	migrationsTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER     NOT NULL PRIMARY KEY,
+		name       TEXT        NOT NULL,
+		applied_at TIMESTAMPTZ NOT NULL
+	)`,
+	ts:        func(t time.Time) any { return t },
+	violation: postgresViolation,
+}
+
+// postgresViolation reads the SQLSTATE and, for unique violations, the
+// constraint name: the schema names every primary key "<table>_pkey".
+func postgresViolation(err error) violation {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return violationNone
+	}
+	switch pe.Code {
+	case pgUniqueViolation:
+		if strings.HasSuffix(pe.ConstraintName, "_pkey") {
+			return violationPrimaryKey
+		}
+		return violationUnique
+	case pgForeignKeyViolation:
+		return violationForeignKey
+	}
+	return violationNone
+}
+
+// openPostgres connects through pgx's database/sql driver. database/sql
+// rather than pgxpool keeps one code path for both databases; pgx still
+// caches prepared statements per connection (its default exec mode), so a
+// repeated query costs one round trip.
+func openPostgres(ctx context.Context, dsn string, log *zap.Logger) (*Store, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx redacts the password in its parse errors.
+		return nil, fmt.Errorf("sqlstore: postgres dsn: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(pgMaxOpenConns)
+	db.SetMaxIdleConns(pgMaxOpenConns)
+	db.SetConnMaxIdleTime(pgConnMaxIdleTime)
+	db.SetConnMaxLifetime(pgConnMaxLifetime)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlstore: connect postgres %s/%s: %w", cfg.Host, cfg.Database, err)
+	}
+	log.Info("metadata store opened", zap.String("driver", DriverPostgres),
+		zap.String("host", cfg.Host), zap.String("database", cfg.Database))
+	return &Store{d: postgresDialect, w: db, r: db, log: log, now: time.Now}, nil
+}
