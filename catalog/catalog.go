@@ -75,8 +75,14 @@ func Load(path string) (*Catalog, error) {
 func FromBytes(data []byte) (*Catalog, error) { return build(data, "") }
 
 func build(data []byte, source string) (*Catalog, error) {
+	c, _, err := compile(data, source)
+	return c, err
+}
+
+// compile is build that also returns the decoded file (for tests).
+func compile(data []byte, source string) (*Catalog, *file, error) {
 	if len(data) > MaxFileBytes {
-		return nil, &LoadError{Source: source, Problems: []Problem{{Message: fmt.Sprintf("the file is larger than %d bytes", MaxFileBytes)}}}
+		return nil, nil, &LoadError{Source: source, Problems: []Problem{{Message: fmt.Sprintf("the file is larger than %d bytes", MaxFileBytes)}}}
 	}
 	f, problems := parseFile(data)
 	if f != nil {
@@ -84,7 +90,7 @@ func build(data []byte, source string) (*Catalog, error) {
 		slices.SortStableFunc(problems, func(a, b Problem) int { return a.Line - b.Line })
 	}
 	if len(problems) > 0 {
-		return nil, &LoadError{Source: source, Problems: problems}
+		return nil, nil, &LoadError{Source: source, Problems: problems}
 	}
 	sum := sha256.Sum256(data)
 	c := &Catalog{
@@ -93,9 +99,9 @@ func build(data []byte, source string) (*Catalog, error) {
 		digest: hex.EncodeToString(sum[:]),
 	}
 	if err := c.fill(f); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, f, nil
 }
 
 // fill pre-encodes an entry for every name the catalog answers to. The file

@@ -22,17 +22,23 @@ var gatewayOnlyKeys = []string{"aliases", "variants"}
 func TestRoundTrip(t *testing.T) {
 	for _, path := range []string{
 		"testdata/snapshot-sample.json", // 44 entries of the 2026-08-18 snapshot, verbatim
-		"../configs/models.yaml",        // the shipped catalog
+		shippedPath,                     // the shipped catalog
 		"testdata/valid.yaml",
 	} {
 		t.Run(path, func(t *testing.T) {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := FromBytes(data)
-			if err != nil {
-				t.Fatalf("load: %v", err)
+			var c *Catalog
+			var data []byte
+			if path == shippedPath {
+				c, _ = loadShipped(t)
+				data = shipped.data
+			} else {
+				var err error
+				if data, err = os.ReadFile(path); err != nil {
+					t.Fatal(err)
+				}
+				if c, err = FromBytes(data); err != nil {
+					t.Fatalf("load: %v", err)
+				}
 			}
 			sources := sourceModels(t, data)
 			if len(sources) != c.Len() {

@@ -160,10 +160,17 @@ func (v *validator) model(i int, m *Model) {
 	v.defaults(i, m.DefaultParameters)
 	v.enumList(i, "supported_voices", m.SupportedVoices, nil)
 	if idOK && m.Links.Details != "" {
-		want := detailsPath(id.Base())
-		canon, _ := ParseID(m.CanonicalSlug)
-		if m.Links.Details != want && m.Links.Details != detailsPath(canon.Base()) {
-			v.add(i, "links.details", "must be %q (the base model, without variant) or left out to be derived", want)
+		// The base model may be named by its id or, as the public catalog
+		// does, by its canonical slug; never with a variant.
+		byID := detailsPath(id.Base())
+		canon, canonOK := ParseID(m.CanonicalSlug)
+		byCanon := detailsPath(canon.Base())
+		switch {
+		case m.Links.Details == byID || (canonOK && m.Links.Details == byCanon):
+		case canonOK && byCanon != byID:
+			v.add(i, "links.details", "must be %q or %q (the base model by id or canonical slug, without variant), or be left out to be derived", byID, byCanon)
+		default:
+			v.add(i, "links.details", "must be %q (the base model, without variant), or be left out to be derived", byID)
 		}
 	}
 	v.reasoning(i, m.Reasoning)
