@@ -36,8 +36,8 @@
 //
 // # Resolution
 //
-// Catalog.Lookup(author, slug) takes the decoded path segments (see
-// DecodeSegment) and answers, in this order of precedence: an entry of the
+// Catalog.Lookup(author, slug) takes the percent-decoded path segments
+// (checking them is the HTTP layer's job) and answers, in this order of precedence: an entry of the
 // file with exactly that id (including "x/y:free" entries with their own
 // pricing); a variant listed on the base entry (the base model with the id
 // suffixed; links still name the base); a slug alias (answered exactly as its

@@ -10,12 +10,6 @@ var (
 	// ErrInvalid is wrapped by every error about a catalog file that cannot
 	// be used (see LoadError).
 	ErrInvalid = errors.New("catalog: invalid catalog")
-	// ErrNotFound is for callers that turn a failed lookup into an error:
-	// no model, alias or variant answers to the requested id.
-	ErrNotFound = errors.New("catalog: model not found")
-	// ErrBadSegment is for callers that turn a refused path segment into an
-	// error (see DecodeSegment).
-	ErrBadSegment = errors.New("catalog: invalid model path segment")
 	// ErrDynamicPrice is returned by Price for router models priced "-1":
 	// their price depends on the model the request is routed to.
 	ErrDynamicPrice = errors.New("catalog: price depends on the routed model")
