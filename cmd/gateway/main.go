@@ -36,6 +36,8 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer // logs
+	// listening, when set (tests), is told the address serve listens on.
+	listening func(addr string)
 }
 
 const usage = `usage:

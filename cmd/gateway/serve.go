@@ -51,6 +51,9 @@ func serve(ctx context.Context, args []string, e env) error {
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
+	if e.listening != nil {
+		e.listening(ln.Addr().String())
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("gateway listening", zap.String("addr", ln.Addr().String()),
