@@ -1,0 +1,171 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultInFlightKeyPrefix starts every in-flight key in Redis when the
+// caller gives no prefix.
+const DefaultInFlightKeyPrefix = "gw:if:"
+
+// Lease scripts. A key is a sorted set of lease ids scored by their expiry
+// in milliseconds of the Redis clock (TIME, so replicas' clocks do not
+// matter); ARGV's last element optionally replaces the clock (tests only).
+// The set expires with its latest lease, so an abandoned key costs nothing.
+//
+// acquireScript: ARGV id, max, ttl_ms, [now_ms]. Drops expired leases,
+// then adds id if fewer than max remain. Returns 1 when added, 0 when full.
+var acquireScript = redis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
+local now
+if ARGV[4] ~= nil and ARGV[4] ~= '' then
+  now = tonumber(ARGV[4])
+else
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil(tonumber(last[2]) - now)))
+return 1
+`)
+
+// renewScript: ARGV id, ttl_ms, [now_ms]. Extends a live lease to now+ttl.
+// Returns 1, or 0 when the lease is gone (expired or released): a lost
+// lease is not re-added, since its slot may have been given away.
+var renewScript = redis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
+local now
+if ARGV[3] ~= nil and ARGV[3] ~= '' then
+  now = tonumber(ARGV[3])
+else
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+end
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score or tonumber(score) <= now then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil(tonumber(last[2]) - now)))
+return 1
+`)
+
+// RedisInFlight shares in-flight leases between replicas through Redis: one
+// sorted set per key, changed only by atomic scripts, so max holds across
+// the fleet. A held lease is renewed every ttl/3 in the background until
+// released; if the holder dies, its lease expires after ttl.
+//
+// It is safe for concurrent use. Redis failures are returned wrapped in
+// ErrLimiterUnavailable; FailoverLimiter.InFlight fails open instead.
+type RedisInFlight struct {
+	client redis.UniversalClient
+	prefix string
+	// releaseTimeout bounds the ZREM of a release, which runs after the
+	// request's context may be gone.
+	releaseTimeout time.Duration
+	now            func() time.Time // tests only: replaces Redis TIME
+}
+
+var _ InFlight = (*RedisInFlight)(nil)
+
+// NewRedisInFlight returns leases stored under prefix
+// (DefaultInFlightKeyPrefix when empty).
+func NewRedisInFlight(client redis.UniversalClient, prefix string) *RedisInFlight {
+	if prefix == "" {
+		prefix = DefaultInFlightKeyPrefix
+	}
+	return &RedisInFlight{client: client, prefix: prefix, releaseTimeout: time.Second}
+}
+
+// Acquire implements InFlight with one round trip. The returned release
+// removes the lease with one more round trip (bounded by the client's
+// timeouts); if that fails, the lease expires after ttl.
+func (r *RedisInFlight) Acquire(ctx context.Context, key string, max int, ttl time.Duration) (func(), bool, error) {
+	if err := validateInFlight(max, ttl); err != nil {
+		return noRelease, false, err
+	}
+	id := uuid.NewString()
+	rkey := r.prefix + key
+	ttlMS := max64(1, ttl.Milliseconds())
+	n, err := acquireScript.Run(ctx, r.client, []string{rkey}, id, max, ttlMS, r.nowArg()).Int()
+	if err != nil {
+		return noRelease, false, unavailable(err)
+	}
+	if n != 1 {
+		return noRelease, false, nil
+	}
+	l := &lease{r: r, key: rkey, id: id, ttlMS: ttlMS, stop: make(chan struct{}), done: make(chan struct{})}
+	go l.renew(time.Duration(max64(int64(time.Millisecond), int64(ttl)/3)))
+	return l.release, true, nil
+}
+
+func (r *RedisInFlight) nowArg() string {
+	if r.now == nil {
+		return ""
+	}
+	return strconv.FormatInt(r.now().UnixMilli(), 10)
+}
+
+// lease is one held slot.
+type lease struct {
+	r     *RedisInFlight
+	key   string
+	id    string
+	ttlMS int64
+	once  sync.Once
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// renew extends the lease every interval until release or until the lease
+// is found gone. Failed renewals are retried at the next tick: Redis may be
+// back before the lease expires.
+func (l *lease) renew(every time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), min(every, l.r.releaseTimeout))
+		n, err := renewScript.Run(ctx, l.r.client, []string{l.key}, l.id, l.ttlMS, l.r.nowArg()).Int()
+		cancel()
+		if (err == nil && n == 0) || errors.Is(err, redis.ErrClosed) {
+			return
+		}
+	}
+}
+
+func (l *lease) release() {
+	l.once.Do(func() {
+		close(l.stop)
+		<-l.done // no renewal may land after the removal
+		ctx, cancel := context.WithTimeout(context.Background(), l.r.releaseTimeout)
+		defer cancel()
+		// A failed removal leaves the lease to expire after its ttl.
+		_ = l.r.client.ZRem(ctx, l.key, l.id).Err()
+	})
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,160 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestLocalInFlight(t *testing.T) {
+	ctx := context.Background()
+	in := NewLocalInFlight()
+	r1, ok1, err1 := in.Acquire(ctx, "k", 2, time.Minute)
+	r2, ok2, err2 := in.Acquire(ctx, "k", 2, time.Minute)
+	r3, ok3, err3 := in.Acquire(ctx, "k", 2, time.Minute)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		t.Fatal(err)
+	}
+	if !ok1 || !ok2 || ok3 {
+		t.Fatalf("ok = %v %v %v, want true true false", ok1, ok2, ok3)
+	}
+	r3() // the no-op release of a refusal frees nothing
+	if n := in.InUse("k"); n != 2 {
+		t.Fatalf("in use = %d, want 2", n)
+	}
+	r1()
+	r1() // twice is harmless
+	if n := in.InUse("k"); n != 1 {
+		t.Fatalf("in use = %d after one release, want 1", n)
+	}
+	if _, ok, _ := in.Acquire(ctx, "k", 2, time.Minute); !ok {
+		t.Fatal("slot not given back")
+	}
+	if _, ok, _ := in.Acquire(ctx, "other", 1, time.Minute); !ok {
+		t.Fatal("keys are not independent")
+	}
+	r2()
+
+	for _, bad := range []struct {
+		max int
+		ttl time.Duration
+	}{{0, time.Minute}, {1, 0}} {
+		if rel, _, err := in.Acquire(ctx, "k", bad.max, bad.ttl); !errors.Is(err, ErrInvalidLimit) || rel == nil {
+			t.Errorf("Acquire(max %d, ttl %s) err = %v, want ErrInvalidLimit and a non-nil release", bad.max, bad.ttl, err)
+		}
+	}
+}
+
+// TestRedisInFlightSharedAcrossInstances: two replicas (two clients) share
+// one cap.
+func TestRedisInFlightSharedAcrossInstances(t *testing.T) {
+	c1, prefix := sharedRedis(t)
+	c2, _ := sharedRedis(t)
+	a := NewRedisInFlight(c1, prefix)
+	b := NewRedisInFlight(c2, prefix)
+	ctx := context.Background()
+
+	relA, okA, err := a.Acquire(ctx, "key1", 2, time.Minute)
+	if err != nil || !okA {
+		t.Fatalf("a: %v %v", okA, err)
+	}
+	relB, okB, err := b.Acquire(ctx, "key1", 2, time.Minute)
+	if err != nil || !okB {
+		t.Fatalf("b: %v %v", okB, err)
+	}
+	for _, in := range []*RedisInFlight{a, b} {
+		if _, ok, err := in.Acquire(ctx, "key1", 2, time.Minute); err != nil || ok {
+			t.Fatalf("third lease: ok=%v err=%v, want refused", ok, err)
+		}
+	}
+	if n := c1.ZCard(ctx, prefix+"key1").Val(); n != 2 {
+		t.Fatalf("%d leases stored, want 2", n)
+	}
+	relA()
+	if n := c1.ZCard(ctx, prefix+"key1").Val(); n != 1 {
+		t.Fatalf("%d leases stored after a release, want 1", n)
+	}
+	relB2, ok, err := b.Acquire(ctx, "key1", 2, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("lease after release: %v %v", ok, err)
+	}
+	relB()
+	relB2()
+	if n := c1.Exists(ctx, prefix+"key1").Val(); n != 0 {
+		t.Fatal("key left behind after every lease was released")
+	}
+}
+
+// TestRedisInFlightLeaseExpiry: a holder that dies (never releases, never
+// renews) loses its slot after ttl, on the Redis side alone.
+func TestRedisInFlightLeaseExpiry(t *testing.T) {
+	client, prefix := sharedRedis(t)
+	clock := newFakeClock()
+	in := NewRedisInFlight(client, prefix)
+	in.now = clock.Now
+	ctx := context.Background()
+	const ttl = 10 * time.Second
+
+	rel, ok, err := in.Acquire(ctx, "k", 1, ttl)
+	if err != nil || !ok {
+		t.Fatalf("first lease: %v %v", ok, err)
+	}
+	defer rel()
+	// The key expires with its latest lease.
+	if pttl := client.PTTL(ctx, prefix+"k").Val(); !within(pttl, ttl, 50*time.Millisecond) {
+		t.Errorf("key ttl = %s, want %s", pttl, ttl)
+	}
+	clock.Advance(ttl - time.Millisecond)
+	if _, ok, _ := in.Acquire(ctx, "k", 1, ttl); ok {
+		t.Fatal("second lease granted before the first expired")
+	}
+	clock.Advance(time.Millisecond)
+	rel2, ok, err := in.Acquire(ctx, "k", 1, ttl)
+	if err != nil || !ok {
+		t.Fatalf("lease after expiry: %v %v", ok, err)
+	}
+	defer rel2()
+	if n := client.ZCard(ctx, prefix+"k").Val(); n != 1 {
+		t.Errorf("%d leases stored, want only the new one", n)
+	}
+}
+
+// TestRedisInFlightRenewal: a held lease outlives its ttl because the
+// handle renews it, and goes away on release.
+func TestRedisInFlightRenewal(t *testing.T) {
+	client, prefix := sharedRedis(t)
+	in := NewRedisInFlight(client, prefix)
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+
+	rel, ok, err := in.Acquire(ctx, "k", 1, ttl)
+	if err != nil || !ok {
+		t.Fatalf("lease: %v %v", ok, err)
+	}
+	first := client.ZRangeWithScores(ctx, prefix+"k", 0, -1).Val()
+	if len(first) != 1 {
+		t.Fatalf("leases = %v", first)
+	}
+	// Three ttls pass: without renewal the lease would be gone.
+	deadline := time.Now().Add(3 * ttl)
+	for time.Now().Before(deadline) {
+		time.Sleep(ttl / 2) // letting time pass is the point here
+	}
+	if _, ok, _ := in.Acquire(ctx, "k", 1, ttl); ok {
+		t.Fatal("a renewed lease expired")
+	}
+	now := client.ZRangeWithScores(ctx, prefix+"k", 0, -1).Val()
+	if len(now) != 1 || now[0].Score <= first[0].Score {
+		t.Fatalf("lease not renewed: before %v, now %v", first, now)
+	}
+	rel()
+	if n := client.Exists(ctx, prefix+"k").Val(); n != 0 {
+		t.Fatal("lease left behind after release")
+	}
+	rel2, ok, _ := in.Acquire(ctx, "k", 1, ttl)
+	if !ok {
+		t.Fatal("slot not free after release")
+	}
+	rel2()
+}
