@@ -229,6 +229,9 @@ func TestLookupDoesNotAllocate(t *testing.T) {
 			t.Errorf("Lookup(%q, %q): %v allocs, want 0", tc.author, tc.slug, n)
 		}
 	}
+	if _, ok := c.LookupID("acme"); ok {
+		t.Error("LookupID of an id without a slash")
+	}
 	if n := testing.AllocsPerRun(1000, func() { c.LookupID("acme/rocket") }); n != 0 {
 		t.Errorf("LookupID: %v allocs, want 0", n)
 	}

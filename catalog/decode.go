@@ -242,7 +242,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string, opts fieldOp
 		return false
 	}
 	if n.Kind != yaml.ScalarNode {
-		d.fail(n, path, "must be a %s", kindName(v.Kind()))
+		d.fail(n, path, "must be %s", kindName(v.Kind()))
 		return false
 	}
 	switch v.Kind() {
@@ -287,13 +287,13 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string, opts fieldOp
 func kindName(k reflect.Kind) string {
 	switch k {
 	case reflect.String:
-		return "string"
+		return "a string"
 	case reflect.Bool:
-		return "boolean"
+		return "true or false"
 	case reflect.Int64:
-		return "integer"
+		return "an integer"
 	case reflect.Float64:
-		return "number"
+		return "a number"
 	}
 	return k.String()
 }
