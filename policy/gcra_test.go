@@ -110,6 +110,20 @@ var gcraCases = []gcraCase{
 			{at: 15 * time.Minute, cost: 5*gib + 1<<20, allowed: false, remaining: int(5 * gib), retry: 3600 * time.Second / 20 / 1024, reset: 45 * time.Minute},
 		},
 	},
+	{
+		// A trillion units per hour: T = 3.6 ns, costs of 1e11 and more.
+		// Below 0.1 µs per unit the Redis clock's float resolution costs
+		// a few units of precision, hence the tolerance.
+		name:         "huge costs do not overflow",
+		limit:        Limit{Rate: 1_000_000_000_000, Per: time.Hour, Burst: 1_000_000_000_000},
+		remainingTol: 16,
+		steps: []gcraStepCase{
+			{at: 0, cost: 100_000_000_000, allowed: true, remaining: 900_000_000_000, reset: 6 * time.Minute},
+			{at: 0, cost: 899_999_999_000, allowed: true, remaining: 1000, reset: time.Hour - 3600*time.Nanosecond},
+			{at: 0, cost: 2000, allowed: false, remaining: 1000, retry: 3600 * time.Nanosecond, reset: time.Hour - 3600*time.Nanosecond},
+			{at: time.Hour, cost: 0, allowed: true, remaining: 1_000_000_000_000},
+		},
+	},
 }
 
 // runGCRATable runs every case against limiters made by newLimiter, which
