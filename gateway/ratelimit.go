@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"errors"
 	"net/http"
-	"time"
 
 	"github.com/aigateway/gateway/policy"
 )
@@ -23,21 +21,6 @@ type RateLimits struct {
 	Limiter policy.Limiter
 	Default policy.Limit
 	Files   policy.Limit
-}
-
-// errRateLimited is the 429 of every limit.
-var errRateLimited = errors.New("rate limit exceeded")
-
-// limitedError carries the decision so the 429 has its Retry-After.
-type limitedError struct {
-	d policy.Decision
-}
-
-func (e *limitedError) Error() string { return "rate limit exceeded" }
-func (e *limitedError) Unwrap() error { return errRateLimited }
-func (e *limitedError) RetryAfterSeconds() int {
-	s := int((e.d.RetryAfter + time.Second - 1) / time.Second)
-	return max(s, 1)
 }
 
 // rateLimit limits every request of the class per API key. The key's id is
@@ -66,7 +49,7 @@ func (a *API) rateLimit(class routeClass) func(http.Handler) http.Handler {
 			}
 			d.SetHeaders(w.Header())
 			if !d.Allowed {
-				writeError(w, r, a.log, &limitedError{d: d})
+				writeError(w, r, a.log, policy.Denied(d, "rate"))
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"time"
+
 	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/gateway"
@@ -8,6 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
+
+// uploadLeaseTTL is how long an upload's in-flight lease outlives a replica
+// that died mid-upload; live uploads renew it.
+const uploadLeaseTTL = time.Minute
 
 // limitSet is the wired rate limiting: per-request limits for the HTTP
 // layer and the upload admission for the file service.
@@ -18,21 +26,71 @@ type limitSet struct {
 
 // openLimits builds the limiter the configuration asks for: in-process on
 // the embedded default, Redis-backed with a local fallback when redis is
-// configured.
+// configured. A Redis that is down at start is not an error: the limiter
+// starts degraded and moves to Redis when it answers.
 func openLimits(cfg config.Config, log *zap.Logger, reg prometheus.Registerer, closers *[]func() error) (limitSet, map[string]gateway.ReadyCheck, error) {
 	ready := map[string]gateway.ReadyCheck{}
-	var limiter policy.Limiter = policy.NewLocalLimiter(policy.LocalOptions{})
+	var (
+		limiter  policy.Limiter
+		inflight policy.InFlight
+	)
+	if cfg.Redis.Enabled() {
+		client, err := policy.NewRedisClient(policy.RedisClientOptions{
+			URL: cfg.Redis.URL, Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password,
+			Timeout: cfg.Redis.Timeout,
+		})
+		if err != nil {
+			return limitSet{}, nil, fmt.Errorf("redis: %w", err)
+		}
+		*closers = append(*closers, client.Close)
+		fl, err := policy.NewFailoverLimiter(client, policy.FailoverOptions{
+			Logger: log, Registerer: reg, ReplicasHint: cfg.Redis.ReplicasHint,
+			KeyPrefix: cfg.Redis.KeyPrefix, Timeout: cfg.Redis.Timeout,
+		})
+		if err != nil {
+			return limitSet{}, nil, fmt.Errorf("redis limiter: %w", err)
+		}
+		*closers = append(*closers, fl.Close)
+		limiter, inflight = fl, fl.InFlight()
+		// Losing Redis degrades limits to per-replica shares; the replica
+		// still serves, so readiness reports it without failing.
+		ready["redis"] = func(context.Context) error {
+			if fl.Degraded() {
+				return gateway.Degraded{Reason: "redis unreachable; enforcing local limits"}
+			}
+			return nil
+		}
+	} else {
+		limiter = policy.NewLocalLimiter(policy.LocalOptions{})
+		inflight = policy.NewLocalInFlight()
+	}
+
 	var set limitSet
+	admission := &policy.UploadAdmission{
+		Limiter:     limiter,
+		InFlight:    inflight,
+		Bytes:       byteBudget(cfg.Limits.UploadBytes),
+		MaxInFlight: cfg.Limits.UploadsInFlightPerKey,
+		LeaseTTL:    uploadLeaseTTL,
+	}
 	if cfg.Limits.Rate.On() {
 		set.requests = &gateway.RateLimits{
 			Limiter: limiter,
 			Default: limitOf(cfg.Limits.Rate.Default),
 			Files:   limitOf(cfg.Limits.Rate.Files),
 		}
+		admission.Files = limitOf(cfg.Limits.Rate.Files)
 	}
+	set.admission = admission
 	return set, ready, nil
 }
 
 func limitOf(r config.Rate) policy.Limit {
 	return policy.Limit{Rate: r.Requests, Per: r.Per, Burst: r.Burst}
+}
+
+// byteBudget is a GCRA limit whose unit is a byte: the whole budget may be
+// spent at once and refills over the period.
+func byteBudget(b config.ByteBudget) policy.Limit {
+	return policy.Limit{Rate: int(b.Bytes), Per: b.Per, Burst: int(b.Bytes)}
 }
