@@ -1,6 +1,8 @@
 # start_postgres STATE_DIR: an ephemeral PostgreSQL cluster on a free
 # loopback port, trust auth for user "app", fsync off. initdb refuses to run
-# as root, so as root the cluster belongs to the postgres user.
+# as root, so as root the cluster belongs to the postgres user, and its data
+# lives in a temp dir of its own (the checkout's parents may not be
+# traversable by that user); run.sh removes the dirs listed in STATE_DIR/dirs.
 # Exports GATEWAY_TEST_POSTGRES_URL.
 pg_bindir() {
   if command -v pg_config >/dev/null && [ -x "$(pg_config --bindir)/initdb" ]; then
@@ -19,11 +21,10 @@ start_postgres() {
   fi
   local port dir as=()
   port=$(free_port)
-  dir="$state/postgres"
-  mkdir -p "$dir"
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/gateway-postgres.XXXXXX")
+  echo "$dir" >>"$state/dirs"
   if [ "$(id -u)" = 0 ]; then
     chown -R postgres:postgres "$dir"
-    chmod 0755 "$state"
     as=(setpriv --reuid=postgres --regid=postgres --init-groups --)
   fi
   "${as[@]}" "$bindir/initdb" -D "$dir/data" -U app --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync \

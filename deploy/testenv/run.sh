@@ -10,9 +10,10 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-export TESTENV_BIN="${TESTENV_BIN:-$root/.testenv/bin}"
-mkdir -p "$TESTENV_BIN"
-state=$(mktemp -d "${TMPDIR:-/tmp}/gateway-testenv.XXXXXX")
+# Runs live under .testenv/ so the test servers' binaries, built once into
+# .testenv/bin, are reused by later runs.
+mkdir -p "$root/.testenv/bin"
+state=$(mktemp -d "$root/.testenv/run.XXXXXX")
 
 stop_all() {
   local code=$?
@@ -26,6 +27,9 @@ stop_all() {
       sleep 0.1
     done
     while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done <"$state/pids"
+  fi
+  if [ -f "$state/dirs" ]; then
+    while read -r dir; do rm -rf "$dir"; done <"$state/dirs"
   fi
   rm -rf "$state"
   exit "$code"
