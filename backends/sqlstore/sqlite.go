@@ -98,6 +98,19 @@ func openSQLite(ctx context.Context, path string, log *zap.Logger) (*Store, erro
 		return nil, fmt.Errorf("sqlstore: open sqlite: %w", err)
 	}
 
+	// Some file systems (network mounts) cannot hold WAL's shared memory and
+	// SQLite then keeps its old journal without an error; readers would then
+	// block the writer. Refuse rather than run slow and busy.
+	var mode string
+	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlstore: sqlite journal mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlstore: sqlite %s: journal mode is %q, want wal", path, mode)
+	}
+
 	r, err := sql.Open("sqlite", path+"?"+common+"&_query_only=1")
 	if err != nil {
 		_ = w.Close()
