@@ -27,7 +27,7 @@ import (
 
 // Errors of the upload service; the HTTP layer maps each to a status.
 var (
-	ErrInvalidWorkspaceID = errors.New("workspace_id must be a UUID")     // 400
+	ErrInvalidWorkspaceID = errors.New("workspace_id must be a UUID")      // 400
 	ErrWorkspaceForbidden = errors.New("workspace not usable by this key") // 403
 	ErrUnknownProvider    = errors.New("provider must be openai or anthropic")
 	ErrTooLarge           = errors.New("file exceeds the maximum size") // 413
