@@ -1,0 +1,202 @@
+package files
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime/multipart"
+	"net/textproto"
+	"strings"
+	"testing"
+)
+
+func TestValidateFilenameAccepts(t *testing.T) {
+	for _, name := range []string{
+		"a",
+		"report.pdf",
+		"docs/2026/report.pdf",
+		"with space and (parens) [brackets] {braces} #hash %22 ' ` ~ ! @ $ & = + ; ,.txt",
+		".hidden",
+		"a/.b/c..d/...",
+		"résumé.docx",
+		"東京/議事録.md",
+		"שלום.txt",   // right-to-left text orders itself; no control needed
+		"🎉.png",      // one character, four bytes
+		"\uFFFD.txt", // U+FFFD written out is a character, not invalid UTF-8
+		strings.Repeat("界", MaxFilenameChars),
+		strings.Repeat("a/", 127) + "b", // 255 characters
+		"a.", " leading and trailing space ",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := ValidateFilename(name); err != nil {
+				t.Fatalf("ValidateFilename(%q) = %v", name, err)
+			}
+		})
+	}
+}
+
+func TestValidateFilenameRefuses(t *testing.T) {
+	tests := []struct {
+		name     string
+		filename string
+		rule     string
+		position int
+	}{
+		{"empty", "", RuleLength, 0},
+		{"256 characters", strings.Repeat("a", MaxFilenameChars+1), RuleLength, 0},
+		{"256 characters of 3 bytes", strings.Repeat("界", MaxFilenameChars+1), RuleLength, 0},
+		{"invalid byte", "ab\xff.txt", RuleUTF8, 3},
+		{"invalid byte after multi-byte", "é\xc3", RuleUTF8, 2},
+		{"surrogate half", "\xed\xa0\x80.txt", RuleUTF8, 1},
+		{"overlong", "\xc0\xaf", RuleUTF8, 1},
+		{"less than", "a<b", RuleReserved, 2},
+		{"greater than", "a>b", RuleReserved, 2},
+		{"colon", "C:report", RuleReserved, 2},
+		{"double quote", `say "hi"`, RuleReserved, 5},
+		{"pipe", "a|b", RuleReserved, 2},
+		{"question mark", "why?", RuleReserved, 4},
+		{"asterisk", "*.txt", RuleReserved, 1},
+		{"backslash", `docs\a.txt`, RuleReserved, 5},
+		{"windows path", `C:\fakepath\a.txt`, RuleReserved, 2},
+		{"NUL", "a\x00.txt", RuleControl, 2},
+		{"tab", "a\tb", RuleControl, 2},
+		{"newline", "a\nb", RuleControl, 2},
+		{"unit separator", "\x1f", RuleControl, 1},
+		{"DEL", "a\x7f", RuleControl, 2},
+		{"C1 NEL", "a\u0085b", RuleControl, 2},
+		{"C1 APC", "é\u009f", RuleControl, 2},
+		{"line separator", "a\u2028b", RuleControl, 2},
+		{"paragraph separator", "a\u2029b", RuleControl, 2},
+		{"right-to-left override", "invoice\u202efdp.exe", RuleBidi, 8},
+		{"left-to-right embedding", "\u202aa", RuleBidi, 1},
+		{"first strong isolate", "a\u2068b", RuleBidi, 2},
+		{"pop directional isolate", "a\u2069", RuleBidi, 2},
+		{"leading slash", "/etc/passwd", RuleLeadingSlash, 1},
+		{"only a slash", "/", RuleLeadingSlash, 1},
+		{"trailing slash", "docs/", RuleTrailingSlash, 5},
+		{"empty segment", "docs//a.txt", RuleEmptySegment, 6},
+		{"dot", ".", RuleDotSegment, 1},
+		{"dot dot", "..", RuleDotSegment, 1},
+		{"dot segment first", "./a.txt", RuleDotSegment, 1},
+		{"dot segment inside", "a/./b", RuleDotSegment, 3},
+		{"dot dot segment inside", "a/../b", RuleDotSegment, 3},
+		{"dot dot segment last", "é/..", RuleDotSegment, 3},
+		{"traversal", "../../etc/passwd", RuleDotSegment, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateFilename(tt.filename)
+			var fe *FilenameError
+			if !errors.As(err, &fe) || !errors.Is(err, ErrInvalidFilename) {
+				t.Fatalf("err = %v, want a *FilenameError", err)
+			}
+			if fe.Rule != tt.rule || fe.Position != tt.position {
+				t.Fatalf("rule %q at %d, want %q at %d", fe.Rule, fe.Position, tt.rule, tt.position)
+			}
+			meta := fe.Metadata()
+			if meta["rule"] != tt.rule || meta["filename"] != ruleText[tt.rule] {
+				t.Fatalf("metadata = %v", meta)
+			}
+			if pos, ok := meta["position"]; ok != (tt.position > 0) || ok && pos != tt.position {
+				t.Fatalf("metadata position = %v, want %d", pos, tt.position)
+			}
+			if len(tt.filename) > 3 && strings.Contains(err.Error(), tt.filename) {
+				t.Fatalf("error text %q repeats the filename", err)
+			}
+		})
+	}
+}
+
+func TestFilenameErrorText(t *testing.T) {
+	err := ValidateFilename("a|b")
+	if got := err.Error(); got != `invalid filename: must not contain any of < > : " | ? * \ (character 2)` {
+		t.Fatalf("Error() = %q", got)
+	}
+	err = ValidateFilename("")
+	if got := err.Error(); got != "invalid filename: must be 1 to 255 characters" {
+		t.Fatalf("Error() = %q", got)
+	}
+	for rule, text := range ruleText {
+		if text == "" {
+			t.Errorf("rule %q has no text", rule)
+		}
+	}
+}
+
+func TestPartFilename(t *testing.T) {
+	tests := []struct {
+		name        string
+		disposition string // "" leaves the header out
+		want        string
+		wantErr     bool
+	}{
+		{"plain", `form-data; name="file"; filename="a.txt"`, "a.txt", false},
+		{"folders are kept", `form-data; name="file"; filename="docs/2026/a.txt"`, "docs/2026/a.txt", false},
+		{"traversal is returned as sent", `form-data; name="file"; filename="../../etc/passwd"`, "../../etc/passwd", false},
+		{"unquoted", `form-data; name=file; filename=a.txt`, "a.txt", false},
+		{"escaped quote", `form-data; name="file"; filename="say \"hi\".txt"`, `say "hi".txt`, false},
+		{"browser-escaped quote stays escaped", `form-data; name="file"; filename="say %22hi%22.txt"`, "say %22hi%22.txt", false},
+		{"raw UTF-8", "form-data; name=\"file\"; filename=\"r\u00e9sum\u00e9.pdf\"", "résumé.pdf", false},
+		{"RFC 5987 filename* wins", `form-data; name="file"; filename="fallback.txt"; filename*=UTF-8''%E2%82%AC%20rates.txt`, "€ rates.txt", false},
+		{"filename* may decode to a control character", `form-data; name="file"; filename*=UTF-8''a%00b.txt`, "a\x00b.txt", false},
+		{"missing header", "", "", true},
+		{"no filename", `form-data; name="file"`, "", true},
+		{"empty filename", `form-data; name="file"; filename=""`, "", true},
+		{"conflicting duplicates", `form-data; name="file"; filename="a"; filename="b"`, "", true},
+		{"malformed", `form-data; filename="unterminated`, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := textproto.MIMEHeader{}
+			if tt.disposition != "" {
+				h.Set("Content-Disposition", tt.disposition)
+			}
+			got, err := PartFilename(h)
+			if tt.wantErr {
+				var fe *FilenameError
+				if !errors.As(err, &fe) || fe.Rule != RuleMissing || !errors.Is(err, ErrInvalidFilename) {
+					t.Fatalf("PartFilename = %q, %v; want a %s error", got, err, RuleMissing)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("PartFilename = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestPartFilenameKeepsWhatFileNameDrops shows why the raw value is needed:
+// multipart.Part.FileName() keeps only the last path element, so folders
+// vanish and a traversal attempt turns into an innocent-looking name.
+func TestPartFilenameKeepsWhatFileNameDrops(t *testing.T) {
+	for _, sent := range []string{"docs/2026/a.txt", "../../etc/passwd", "a/"} {
+		t.Run(sent, func(t *testing.T) {
+			var body bytes.Buffer
+			mw := multipart.NewWriter(&body)
+			h := textproto.MIMEHeader{}
+			h.Set("Content-Disposition", `form-data; name="file"; filename="`+sent+`"`)
+			w, err := mw.CreatePart(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(w, "hello")
+			mw.Close()
+
+			part, err := multipart.NewReader(&body, mw.Boundary()).NextPart()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if base := part.FileName(); base == sent {
+				t.Fatalf("Part.FileName() = %q kept the path; the premise of PartFilename is gone", base)
+			}
+			raw, err := PartFilename(part.Header)
+			if err != nil || raw != sent {
+				t.Fatalf("PartFilename = %q, %v; want %q", raw, err, sent)
+			}
+			if verr := ValidateFilename(raw); (verr == nil) != (sent == "docs/2026/a.txt") {
+				t.Fatalf("ValidateFilename(%q) = %v", raw, verr)
+			}
+		})
+	}
+}
