@@ -165,12 +165,15 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 // errUnavailable: a dependency needed to decide is not there (503).
 var errUnavailable = errors.New("service unavailable")
 
-// requestError is a 400 with client-safe details.
+// requestError is a 400 naming the offending fields, in the same
+// {"fields": {name: problem}} shape as the workspace validation errors.
 type requestError struct {
 	meta map[string]any
 }
 
-func badRequest(meta map[string]any) error { return &requestError{meta: meta} }
+func badRequest(fields map[string]any) error {
+	return &requestError{meta: map[string]any{"fields": fields}}
+}
 
 func (e *requestError) Error() string            { return "bad request" }
 func (e *requestError) Unwrap() error            { return errBadRequest }

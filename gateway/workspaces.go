@@ -12,6 +12,7 @@ import (
 
 // WorkspaceService is what the workspace routes need.
 type WorkspaceService interface {
+	ParseCreate(body []byte) (workspace.CreateRequest, error)
 	Create(ctx context.Context, userID string, req workspace.CreateRequest, idempotencyKey string) (workspace.Created, error)
 	Get(ctx context.Context, userID, idOrSlug string) (workspace.Workspace, error)
 }
@@ -43,7 +44,7 @@ func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 		}
 		return badRequest(map[string]any{"body": "could not be read"})
 	}
-	req, err := workspace.ParseCreateRequest(body)
+	req, err := a.workspaces.ParseCreate(body)
 	if err != nil {
 		return err
 	}

@@ -98,6 +98,10 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 	var req CreateRequest
 	bad := &InvalidError{}
 
+	if !utf8.Valid(body) {
+		bad.add("body", "must be UTF-8 encoded JSON")
+		return req, bad
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -151,6 +155,8 @@ func decodeField(req *CreateRequest, key string, raw json.RawMessage, bad *Inval
 	str := func(dst *string) {
 		if err := json.Unmarshal(raw, dst); err != nil || isNull {
 			bad.add(key, "must be a string")
+		} else if replacedInvalid(raw, *dst) {
+			bad.add(key, "must be valid UTF-8")
 		}
 	}
 	optStr := func(dst **string) {
@@ -160,6 +166,10 @@ func decodeField(req *CreateRequest, key string, raw json.RawMessage, bad *Inval
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			bad.add(key, "must be a string")
+			return
+		}
+		if replacedInvalid(raw, s) {
+			bad.add(key, "must be valid UTF-8")
 			return
 		}
 		*dst = &s
@@ -199,8 +209,9 @@ func decodeField(req *CreateRequest, key string, raw json.RawMessage, bad *Inval
 		}
 		req.IOLoggingAPIKeyIDs = ids
 	case "io_logging_sampling_rate":
+		// json.Number also takes a quoted number ("0.5"); a string is not a number.
 		var n json.Number
-		if isNull || json.Unmarshal(raw, &n) != nil {
+		if isNull || bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) || json.Unmarshal(raw, &n) != nil {
 			bad.add(key, "must be a number")
 			return
 		}
@@ -257,6 +268,17 @@ func validate(req *CreateRequest, seen map[string]bool, bad *InvalidError) {
 			}
 		}
 	}
+}
+
+// replacedInvalid reports whether decoding raw replaced something with
+// U+FFFD: encoding/json silently turns a lone surrogate escape ("\ud800")
+// into U+FFFD, which would store a different name than the client sent.
+func replacedInvalid(raw []byte, decoded string) bool {
+	if !strings.ContainsRune(decoded, utf8.RuneError) {
+		return false
+	}
+	literal := bytes.Count(raw, []byte("\uFFFD")) + bytes.Count(raw, []byte("\ufffd")) + bytes.Count(raw, []byte(string(utf8.RuneError)))
+	return strings.Count(decoded, string(utf8.RuneError)) > literal
 }
 
 func contains(list []string, s string) bool {

@@ -47,6 +47,29 @@ type Created struct {
 	Replayed bool
 }
 
+// ParseCreate decodes and validates a creation body, including that the
+// default models are ones the catalog serves, and reports every problem at
+// once in *InvalidError.
+func (s *Service) ParseCreate(body []byte) (CreateRequest, error) {
+	req, err := ParseCreateRequest(body)
+	bad := &InvalidError{}
+	if err != nil && !errors.As(err, &bad) {
+		return req, err
+	}
+	if mErr := s.checkModels(req); mErr != nil {
+		var mBad *InvalidError
+		if errors.As(mErr, &mBad) {
+			for f, p := range mBad.Fields {
+				bad.add(f, p)
+			}
+		}
+	}
+	if len(bad.Fields) > 0 {
+		return req, bad
+	}
+	return req, nil
+}
+
 // Create validates req, creates the workspace for userID and returns the
 // response to send. With a non-empty idempotencyKey, a retry of the same
 // request within IdempotencyTTL gets the original answer and creates
