@@ -187,6 +187,19 @@ func fill(r io.Reader, buf []byte) (n int, eof bool, err error) {
 // MimeType is the decided type, one of the Mime* constants.
 func (t *TypeReader) MimeType() string { return t.mime }
 
+// Err returns the error that ended the stream, other than io.EOF: a
+// *TypeError found while streaming text, or the source's own error; nil
+// while the stream is fine. A storage SDK or HTTP client reading the
+// TypeReader may wrap or replace the error Read gave it, so a caller that
+// must know why an upload failed (400 for bad content, 413 for size, not a
+// 5xx for storage) can ask here.
+func (t *TypeReader) Err() error {
+	if t.err == io.EOF {
+		return nil
+	}
+	return t.err
+}
+
 // Read replays the sniffed prefix, then reads the rest of the stream. For
 // text types it returns a *TypeError (ErrUnsupportedType) as soon as the
 // content is not valid UTF-8 or holds a control character; n then counts

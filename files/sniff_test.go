@@ -369,6 +369,9 @@ func sniff(t *testing.T, r io.Reader, content []byte, filename string) (mime str
 	if err == nil && n != int64(len(content)) {
 		t.Fatalf("read %d of %d bytes without an error", n, len(content))
 	}
+	if tr.Err() != err {
+		t.Fatalf("Err() = %v, Read returned %v", tr.Err(), err)
+	}
 	return tr.MimeType(), n, err
 }
 
@@ -683,6 +686,9 @@ func TestTypeReaderPassesStreamErrors(t *testing.T) {
 		if _, again := tr.Read(make([]byte, 10)); again != err {
 			t.Fatalf("second Read err = %v, want the same error", again)
 		}
+		if tr.Err() != err {
+			t.Fatalf("Err() = %v, want %v", tr.Err(), err)
+		}
 	})
 	t.Run("no progress", func(t *testing.T) {
 		_, err := NewTypeReader(iotest.ErrReader(nil), "a.txt") // (0, nil) forever
@@ -713,6 +719,9 @@ func TestTypeReaderDoesNotReadPastEOF(t *testing.T) {
 	}
 	if src.calls != calls {
 		t.Fatalf("source read %d more times after it reported EOF", src.calls-calls)
+	}
+	if tr.Err() != nil {
+		t.Fatalf("Err() = %v after a clean end, want nil", tr.Err())
 	}
 }
 
