@@ -10,6 +10,7 @@ import (
 	"github.com/aigateway/gateway/gateway"
 	"github.com/aigateway/gateway/policy"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
 
@@ -35,6 +36,7 @@ func openLimits(cfg config.Config, log *zap.Logger, reg prometheus.Registerer, c
 		inflight policy.InFlight
 	)
 	if cfg.Redis.Enabled() {
+		redis.SetLogger(redisLog{log.Named("redis")})
 		client, err := policy.NewRedisClient(policy.RedisClientOptions{
 			URL: cfg.Redis.URL, Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password,
 			Timeout: cfg.Redis.Timeout,
@@ -93,4 +95,13 @@ func limitOf(r config.Rate) policy.Limit {
 // spent at once and refills over the period.
 func byteBudget(b config.ByteBudget) policy.Limit {
 	return policy.Limit{Rate: int(b.Bytes), Per: b.Per, Burst: int(b.Bytes)}
+}
+
+// redisLog sends go-redis's own messages (a failed dial per probe during an
+// outage) to debug level: the failover limiter already logs each change of
+// state once, which is what an operator needs.
+type redisLog struct{ log *zap.Logger }
+
+func (r redisLog) Printf(_ context.Context, format string, v ...any) {
+	r.log.Debug(fmt.Sprintf(format, v...))
 }
