@@ -217,8 +217,8 @@ func (c *Config) Validate() error {
 		if c.Storage.S3.Bucket == "" {
 			p.add("storage.s3.bucket", "must be set for the s3 backend")
 		}
-		if c.Storage.S3.Region == "" {
-			p.add("storage.s3.region", "must be set for the s3 backend")
+		if c.Storage.S3.Region == "" && c.Storage.S3.Endpoint == "" {
+			p.add("storage.s3.region", "must be set for the s3 backend on AWS (it may be left out with an endpoint)")
 		}
 		p.optionalURL("storage.s3.endpoint", c.Storage.S3.Endpoint)
 	case "gcs":

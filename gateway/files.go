@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"mime"
 	"mime/multipart"
 	"net/http"
 	"strings"
@@ -87,8 +86,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 		if headerBytes(part) > maxPartHeaderBytes {
 			return badRequest(map[string]any{"body": "form part headers too long"})
 		}
-		name, filename, hasFilename := disposition(part)
-		if name != "file" {
+		if part.FormName() != "file" {
 			n, err := io.Copy(io.Discard, io.LimitReader(&partReader{p: part, idle: idle}, maxFieldBytes-fieldBytes+1))
 			fieldBytes += n
 			if err != nil {
@@ -103,8 +101,9 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 			return badRequest(map[string]any{"file": "only one file part is allowed"})
 		}
 		seenFile = true
-		if !hasFilename {
-			return badRequest(map[string]any{"file": "the file part needs a filename"})
+		filename, err := files.PartFilename(part.Header)
+		if err != nil {
+			return err
 		}
 		if err := up.Write(r.Context(), filename, &partReader{p: part, idle: idle}); err != nil {
 			return multipartError(err)
@@ -138,18 +137,6 @@ func multipartError(err error) error {
 	default:
 		return err
 	}
-}
-
-// disposition reads the part's form name and its raw filename. Part.FileName
-// would apply filepath.Base and hide folders and traversal attempts that the
-// filename rules must see and refuse.
-func disposition(p *multipart.Part) (name, filename string, hasFilename bool) {
-	_, params, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
-	if err != nil {
-		return "", "", false
-	}
-	filename, hasFilename = params["filename"]
-	return params["name"], filename, hasFilename
 }
 
 func headerBytes(p *multipart.Part) int {

@@ -86,21 +86,27 @@ func etagMatches(header, etag string) bool {
 	return false
 }
 
-// pathSegment returns a decoded path value. Clients send ids percent-encoded
-// (gpt-4%3Afree, %7Eopenai); an encoded "/" inside a segment, an empty or
-// over-long segment names nothing (404); broken percent-encoding or invalid
-// UTF-8 is a malformed request (400).
+// pathSegment returns a path value decoded exactly once. Clients send ids
+// percent-encoded (gpt-4%3Afree, %7Eopenai). chi hands over the still-encoded
+// segment when the request kept a raw path (r.URL.RawPath), and the decoded
+// one otherwise — decoding that again would turn %253A into a colon. An
+// encoded "/" inside a segment, an empty or over-long segment names nothing
+// (404); invalid UTF-8 or control characters are a malformed request (400).
 func pathSegment(r *http.Request, name string) (string, error) {
-	raw := chi.URLParam(r, name)
-	v := raw
-	if strings.IndexByte(raw, '%') >= 0 {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath != "" && strings.IndexByte(v, '%') >= 0 {
 		var err error
-		if v, err = url.PathUnescape(raw); err != nil {
+		if v, err = url.PathUnescape(v); err != nil {
 			return "", badRequest(map[string]any{name: "malformed percent-encoding"})
 		}
 	}
 	if !utf8.ValidString(v) {
 		return "", badRequest(map[string]any{name: "not valid UTF-8"})
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] == 0x7f {
+			return "", badRequest(map[string]any{name: "contains control characters"})
+		}
 	}
 	if v == "" || len(v) > maxSegmentBytes || strings.IndexByte(v, '/') >= 0 {
 		return "", errNotFound
