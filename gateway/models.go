@@ -43,6 +43,8 @@ func (a *API) getModel(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return errModelNotFound
 	}
+	// Allowlists hold canonical ids (keys create resolves what it is given):
+	// a model allows all its variants and aliases, a variant only itself.
 	if k := keyFrom(r.Context()); k != nil && !k.AllowsModel(e.BaseID) && !k.AllowsModel(e.ID) {
 		return policy.ErrModelNotAllowed
 	}

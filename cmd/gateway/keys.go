@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/aigateway/gateway/catalog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/aigateway/gateway/policy"
 	"github.com/aigateway/gateway/workspace"
@@ -53,6 +57,18 @@ func keysCreate(ctx context.Context, args []string, e env) error {
 	}
 	defer st.Close()
 
+	if allow != nil {
+		// Allowlists hold canonical ids, so an alias or a variant named here
+		// allows the model it resolves to, and a typo is refused now rather
+		// than silently allowing nothing.
+		src, err := openCatalog(cfg.Catalog.Path, log, prometheus.NewRegistry())
+		if err != nil {
+			return err
+		}
+		if allow, err = canonicalModels(src.Current(), allow); err != nil {
+			return err
+		}
+	}
 	if err := st.EnsureUser(ctx, *user); err != nil {
 		return fmt.Errorf("record user: %w", err)
 	}
@@ -86,6 +102,33 @@ func keysCreate(ctx context.Context, args []string, e env) error {
 	}
 	fmt.Fprintln(e.stdout, token)
 	return nil
+}
+
+// canonicalModels resolves each id through the catalog to the concrete
+// model (or the one variant) it names.
+func canonicalModels(c *catalog.Catalog, ids []string) ([]string, error) {
+	out := make([]string, 0, len(ids))
+	var unknown []string
+	for _, id := range ids {
+		e, ok := c.LookupID(id)
+		if !ok {
+			unknown = append(unknown, id)
+			continue
+		}
+		// A variant named on its own (gpt-4:free) allows just that variant;
+		// anything else allows the concrete model with all its variants.
+		canonical := e.BaseID
+		if strings.Contains(e.ID, ":") {
+			canonical = e.ID
+		}
+		if !slices.Contains(out, canonical) {
+			out = append(out, canonical)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("--models: not in the catalog: %s", strings.Join(unknown, ", "))
+	}
+	return out, nil
 }
 
 func validUserID(s string) bool {
