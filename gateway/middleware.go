@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
@@ -234,6 +236,10 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k, err := a.auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
+			if !errors.Is(err, policy.ErrUnauthenticated) && !errors.Is(err, policy.ErrInvalidKey) {
+				// The key store could not decide: try again, not "bad key".
+				err = fmt.Errorf("%w: authenticate: %w", errUnavailable, err)
+			}
 			writeError(w, r, a.log, err)
 			return
 		}
