@@ -277,7 +277,7 @@ func replacedInvalid(raw []byte, decoded string) bool {
 	if !strings.ContainsRune(decoded, utf8.RuneError) {
 		return false
 	}
-	literal := bytes.Count(raw, []byte("\uFFFD")) + bytes.Count(raw, []byte("\ufffd")) + bytes.Count(raw, []byte(string(utf8.RuneError)))
+	literal := bytes.Count(raw, []byte(`\uFFFD`)) + bytes.Count(raw, []byte(`\ufffd`)) + bytes.Count(raw, []byte(string(utf8.RuneError)))
 	return strings.Count(decoded, string(utf8.RuneError)) > literal
 }
 
