@@ -724,7 +724,6 @@ func TestServiceBudgetAndAutoscaler(t *testing.T) {
 // container, and the timings and sizes around it agree with it.
 func TestKubernetesConfig(t *testing.T) {
 	c := loadCluster(t)
-	cfg := parseConfig(t, c.configName, c.configData, c.env)
 
 	t.Run("every referenced variable is in the Deployment's env", func(t *testing.T) {
 		refs := envRefs(t, c.configName, c.configData)
@@ -751,6 +750,8 @@ func TestKubernetesConfig(t *testing.T) {
 			}
 		}
 	})
+
+	cfg := parseConfig(t, c.configName, c.configData, c.env)
 
 	t.Run("credentials come from Secrets", func(t *testing.T) {
 		for _, name := range []string{"DATABASE_URL", "REDIS_URL", byokKeyEnv, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
@@ -1092,14 +1093,13 @@ func TestComposeGatewayConfigs(t *testing.T) {
 		}
 		t.Run(g, func(t *testing.T) {
 			data := readFile(t, name)
-			cfg := parseConfig(t, name, data, s.Environment)
-			checkListen(t, name, cfg)
-
 			for _, ref := range envRefs(t, name, data) {
 				if _, ok := s.Environment[ref]; !ok {
 					t.Errorf("%s references ${%s}, which %s's environment does not set", name, ref, g)
 				}
 			}
+			cfg := parseConfig(t, name, data, s.Environment)
+			checkListen(t, name, cfg)
 			if cfg.Metadata.Driver == "postgres" && s.Environment[byokKeyEnv] == "" {
 				t.Errorf("no %s: on PostgreSQL the gateway refuses to start without it", byokKeyEnv)
 			}
@@ -1325,6 +1325,20 @@ func TestDockerfile(t *testing.T) {
 		}
 		if buildAt < 0 {
 			t.Fatal("no go build step")
+		}
+	})
+
+	t.Run("Go version follows go.mod", func(t *testing.T) {
+		m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(readFile(t, filepath.Join(repoRoot, "go.mod")))
+		if m == nil {
+			t.Fatal("no go directive in go.mod")
+		}
+		arg := regexp.MustCompile(`(?m)^ARG GO_VERSION=(\S+)`).FindSubmatch(readFile(t, dockerfilePath))
+		if arg == nil {
+			t.Fatal("no ARG GO_VERSION= default in the Dockerfile")
+		}
+		if v := string(arg[1]); v != string(m[1]) && !strings.HasPrefix(v, string(m[1])+".") {
+			t.Errorf("builder Go %s, go.mod asks for %s", v, m[1])
 		}
 	})
 
