@@ -91,7 +91,15 @@ func buildApp(ctx context.Context, cfg config.Config, getenv func(string) string
 	}
 	ready["metadata"] = st.Ping
 	if c, ok := bucket.(backends.Checker); ok {
-		ready["storage"] = c.Check
+		// Without storage only uploads fail (503); lookups and workspaces
+		// still work, so the replica stays in rotation and says so.
+		ready["storage"] = func(ctx context.Context) error {
+			if err := c.Check(ctx); err != nil {
+				log.Warn("storage check failed", zap.Error(err))
+				return gateway.Degraded{Reason: "file storage unreachable; uploads fail"}
+			}
+			return nil
+		}
 	}
 
 	workspaces := workspace.NewService(st, catalogModels{a.catalog}, log)
