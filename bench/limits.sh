@@ -21,6 +21,7 @@
 #
 #   bench/limits.sh [ROUNDS] [WRK_SECONDS] [PROBE_SECONDS]   (defaults 5, 5, 10)
 #   RATE=2000 CONNS=16 MODEL=openai/gpt-4o bench/limits.sh
+#   GATEWAY_BIN=/path/to/gateway bench/limits.sh    (measure a prebuilt binary)
 set -euo pipefail
 rounds=${1:-5}
 secs=${2:-5}
@@ -51,7 +52,11 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-go build -o "$work/gateway" ./cmd/gateway
+if [ -n "${GATEWAY_BIN:-}" ]; then
+  cp "$GATEWAY_BIN" "$work/gateway"
+else
+  go build -o "$work/gateway" ./cmd/gateway
+fi
 go build -o "$work/probe" ./bench/probe
 
 # free_port: a port nothing listens on now (bash's /dev/tcp fails to connect).

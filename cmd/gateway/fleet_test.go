@@ -17,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/internal/testenv"
+	"go.uber.org/zap"
 	"gopkg.in/yaml.v3"
 )
 
@@ -347,6 +349,51 @@ func testFleetRedisSlow(t *testing.T, bin, redisURL string) {
 	}
 }
 
+// BenchmarkLookupLimits is where a lookup's time goes with the Redis limit
+// on, against the same wiring with limits off: the handler of buildApp
+// (logs discarded) served in-process, the limit huge so nothing is denied.
+// Take a profile with
+//
+//	go test -run '^$' -bench LookupLimits -cpuprofile cpu.out ./cmd/gateway
+//	go tool pprof -top -cum cpu.out
+func BenchmarkLookupLimits(b *testing.B) {
+	redisURL := testenv.RedisURL(b)
+	huge := config.Rate{Requests: 1 << 30, Per: time.Second, Burst: 1 << 30}
+	off := false
+	for _, mode := range []string{"off", "redis"} {
+		b.Run(mode, func(b *testing.B) {
+			cfg := fleetConfig(b)
+			if mode == "off" {
+				cfg.Limits.Rate.Enabled = &off
+			} else {
+				cfg.Redis.URL = redisURL
+				cfg.Redis.KeyPrefix = uniqueKeyPrefix()
+				cfg.Limits.Rate.Default = huge
+			}
+			key := fleetKey(b, writeFleetConfig(b, cfg), "bench")
+			a, err := buildApp(context.Background(), cfg, testGetenv, zap.NewNop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer a.close()
+			h := a.api.Handler()
+			b.ReportAllocs()
+			b.SetParallelism(32) // many requests in flight, as behind a load balancer
+			b.RunParallel(func(pb *testing.PB) {
+				req := httptest.NewRequest(http.MethodGet, fleetModelPath, nil)
+				req.Header.Set("Authorization", "Bearer "+key)
+				for pb.Next() {
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, req)
+					if w.Code != http.StatusOK {
+						b.Fatalf("lookup = %d %s", w.Code, w.Body)
+					}
+				}
+			})
+		})
+	}
+}
+
 // --- gateway processes ---
 
 // buildGatewayBinary builds this command once for the fleet tests, with the
@@ -387,7 +434,7 @@ func raceEnabled() bool {
 
 // fleetConfig is the embedded default on a fresh directory: the processes of
 // one test share its SQLite file (WAL makes that safe) and its file store.
-func fleetConfig(t *testing.T) config.Config {
+func fleetConfig(t testing.TB) config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	c := config.Default()
@@ -404,7 +451,7 @@ func fleetConfig(t *testing.T) config.Config {
 	return c
 }
 
-func writeFleetConfig(t *testing.T, cfg config.Config) string {
+func writeFleetConfig(t testing.TB, cfg config.Config) string {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("fleet config: %v", err)
@@ -429,7 +476,7 @@ func uniqueKeyPrefix() string {
 }
 
 // fleetKey creates a key in the shared store with `gateway keys create`.
-func fleetKey(t *testing.T, cfgPath, user string) string {
+func fleetKey(t testing.TB, cfgPath, user string) string {
 	t.Helper()
 	var out bytes.Buffer
 	err := runWith(context.Background(), []string{"keys", "create", "--config", cfgPath, "--name", "fleet", "--user", user},
