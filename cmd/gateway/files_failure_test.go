@@ -37,18 +37,19 @@ import (
 	"github.com/aigateway/gateway/internal/testenv"
 )
 
-// s3PartBytes is the S3 backend's default part size: bodies larger than it
+// fileS3PartBytes is the S3 backend's default part size: bodies larger than it
 // go up as multipart uploads, which a failure must abort.
-const s3PartBytes = 5 * fileMiB
+const fileS3PartBytes = 5 * fileMiB
 
-// disconnectSizes are the file sizes of the disconnect tests per backend:
-// several MiB, and for S3 more than two parts; the GCS emulator buffers whole
-// uploads, so it gets a small one.
-var disconnectSizes = map[string]int{"fs": 4 * fileMiB, "s3": 12 * fileMiB, "gcs": 2 * fileMiB}
+// fileDisconnectSizes are the file sizes of the disconnect tests per backend:
+// several MiB; for S3 more than two parts; for GCS more than one resumable
+// chunk (4 MiB by default) yet small, since the emulator buffers whole
+// uploads.
+var fileDisconnectSizes = map[string]int{"fs": 4 * fileMiB, "s3": 12 * fileMiB, "gcs": 6 * fileMiB}
 
-// writePartial sends the head of an upload declaring the whole body, then
+// fileWritePartial sends the head of an upload declaring the whole body, then
 // its first n bytes, and returns the connection, still open.
-func writePartial(t *testing.T, addr, key, query string, body []byte, contentType string, n int) net.Conn {
+func fileWritePartial(t *testing.T, addr, key, query string, body []byte, contentType string, n int) net.Conn {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -88,15 +89,15 @@ func (in *fileInspector) awaitPending(t *testing.T) {
 	}
 }
 
-// showsPending reports whether an upload of n body bytes is far enough
+// fileShowsPending reports whether an upload of n body bytes is far enough
 // along to show as pending in the bucket: the fs backend writes a temporary
 // file from the start, S3 starts a multipart upload once a part is full.
-func showsPending(backend string, n int) bool {
+func fileShowsPending(backend string, n int) bool {
 	switch backend {
 	case "fs":
 		return true
 	case "s3":
-		return n > s3PartBytes+64*fileKiB
+		return n > fileS3PartBytes+64*fileKiB
 	}
 	return false
 }
@@ -111,14 +112,14 @@ func TestUploadClientDisconnect(t *testing.T) {
 			sc.configure(t, &cfg)
 			e := newFileEnv(t, cfg)
 			key, _ := e.standardKey(t, "alice")
-			body, ct := fileForm(oneFile("big.pdf", pdfBytes(disconnectSizes[sc.name])))
+			body, ct := fileForm(fileSingle("big.pdf", filePDF(fileDisconnectSizes[sc.name])))
 			for _, pct := range []int{10, 50, 99} {
 				t.Run(fmt.Sprintf("at %d%%", pct), func(t *testing.T) {
 					before := e.state(t)
 					finished := e.uploadsFinished(t)
 					n := len(body) * pct / 100
-					conn := writePartial(t, e.addr(), key, "", body, ct, n)
-					if showsPending(sc.name, n) {
+					conn := fileWritePartial(t, e.addr(), key, "", body, ct, n)
+					if fileShowsPending(sc.name, n) {
 						e.awaitPending(t)
 					}
 					conn.Close()
@@ -137,13 +138,13 @@ func TestUploadClientDisconnect(t *testing.T) {
 		e := newFileEnv(t, cfg, stand)
 		key, ws := e.standardKey(t, "alice")
 		e.setProviderKey(t, ws, "openai", byoktest.OpenAIKey)
-		body, ct := fileForm(oneFile("big.pdf", pdfBytes(4*fileMiB)))
+		body, ct := fileForm(fileSingle("big.pdf", filePDF(4*fileMiB)))
 		for _, pct := range []int{10, 50, 99} {
 			t.Run(fmt.Sprintf("at %d%%", pct), func(t *testing.T) {
 				before := e.state(t)
 				finished := e.uploadsFinished(t)
 				nreq := len(stand.Requests())
-				conn := writePartial(t, e.addr(), key, "provider=openai", body, ct, len(body)*pct/100)
+				conn := fileWritePartial(t, e.addr(), key, "provider=openai", body, ct, len(body)*pct/100)
 				conn.Close()
 				e.awaitUploadsFinished(t, finished+1)
 				reqs := stand.AwaitRequests(t, nreq+1)
@@ -160,14 +161,14 @@ func TestUploadClientDisconnect(t *testing.T) {
 // addr is the test gateway's host:port.
 func (e *fileEnv) addr() string { return strings.TrimPrefix(e.g.URL, "http://") }
 
-// versity is an S3-compatible server of the test's own, which it may kill
+// fileS3Server is an S3-compatible server of the test's own, which it may kill
 // and restart on the same port and data directory.
-type versity struct {
+type fileS3Server struct {
 	bin, dir, port, access, secret, log string
 	cmd                                 *exec.Cmd
 }
 
-func startVersity(t *testing.T, v *versity) {
+func fileStartS3Server(t *testing.T, v *fileS3Server) {
 	t.Helper()
 	logf, err := os.OpenFile(v.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -208,7 +209,7 @@ func startVersity(t *testing.T, v *versity) {
 }
 
 // kill stops the server at once, as a crash would.
-func (v *versity) kill(t *testing.T) {
+func (v *fileS3Server) kill(t *testing.T) {
 	t.Helper()
 	if err := v.cmd.Process.Kill(); err != nil {
 		t.Fatalf("kill versitygw: %v", err)
@@ -242,7 +243,7 @@ func fileFreePort(t *testing.T) string {
 // is in progress. The client gets 503 with Retry-After; once the server is
 // back (same data directory), no object and no multipart upload remain.
 func TestUploadS3StoppedMidStream(t *testing.T) {
-	v := &versity{
+	v := &fileS3Server{
 		bin:    testenv.Require(t, testenv.S3ServerVar),
 		dir:    t.TempDir(),
 		port:   fileFreePort(t),
@@ -250,16 +251,16 @@ func TestUploadS3StoppedMidStream(t *testing.T) {
 		secret: fileRandomHex(16),
 		log:    filepath.Join(t.TempDir(), "versitygw.log"),
 	}
-	startVersity(t, v)
+	fileStartS3Server(t, v)
 	cfg := fileTestConfig(t)
-	configureS3(t, &cfg, "http://127.0.0.1:"+v.port, v.access, v.secret)
+	fileConfigureS3(t, &cfg, "http://127.0.0.1:"+v.port, v.access, v.secret)
 	e := newFileEnv(t, cfg)
 	key, _ := e.standardKey(t, "alice")
 	before := e.state(t)
 
-	body, ct := fileForm(oneFile("big.pdf", pdfBytes(3*s3PartBytes)))
-	first := s3PartBytes + fileMiB
-	conn := writePartial(t, e.addr(), key, "", body, ct, first)
+	body, ct := fileForm(fileSingle("big.pdf", filePDF(3*fileS3PartBytes)))
+	first := fileS3PartBytes + fileMiB
+	conn := fileWritePartial(t, e.addr(), key, "", body, ct, first)
 	e.awaitPending(t)
 	v.kill(t)
 
@@ -272,14 +273,14 @@ func TestUploadS3StoppedMidStream(t *testing.T) {
 	}
 	got, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	_ = wantRefused(t, resp, got, http.StatusServiceUnavailable, fileMsgUnavail)
+	_ = fileWantRefused(t, resp, got, http.StatusServiceUnavailable, fileMsgUnavail)
 	if ra := resp.Header.Get("Retry-After"); ra == "" {
 		t.Error("503 without Retry-After")
 	} else if n, err := strconv.Atoi(ra); err != nil || n < 1 {
 		t.Errorf("Retry-After = %q, want whole seconds", ra)
 	}
 
-	startVersity(t, v)
+	fileStartS3Server(t, v)
 	e.awaitNothingLeft(t, before, 45*time.Second)
 }
 
@@ -329,10 +330,10 @@ func TestUploadServerShutdownMidUpload(t *testing.T) {
 				t.Fatal("serve did not listen within 20s")
 			}
 
-			body, ct := fileForm(oneFile("stalled.pdf", pdfBytes(disconnectSizes[sc.name])))
+			body, ct := fileForm(fileSingle("stalled.pdf", filePDF(fileDisconnectSizes[sc.name])))
 			n := len(body) / 2
-			conn := writePartial(t, addr, key, "", body, ct, n)
-			if showsPending(sc.name, n) {
+			conn := fileWritePartial(t, addr, key, "", body, ct, n)
+			if fileShowsPending(sc.name, n) {
 				in.awaitPending(t)
 			}
 
@@ -359,13 +360,13 @@ func TestUploadServerShutdownMidUpload(t *testing.T) {
 	}
 }
 
-// heldPartProxy stands between the gateway and the S3 server and holds the
+// fileHeldPartProxy stands between the gateway and the S3 server and holds the
 // body of one part upload (the partNumber given) for a while after it has
 // fully arrived, as a slow path or a buffering load balancer may: a request
 // the gateway has already given up on still reaches the server afterwards.
 // Everything else passes through at once. It speaks HTTP/1.1 with
 // Content-Length bodies, which is what the SDK sends to an http:// endpoint.
-type heldPartProxy struct {
+type fileHeldPartProxy struct {
 	ln       net.Listener
 	upstream string
 	part     string
@@ -383,13 +384,13 @@ type heldPartProxy struct {
 	wg    sync.WaitGroup
 }
 
-func startHeldPartProxy(t *testing.T, upstream, part string, hold time.Duration) *heldPartProxy {
+func fileStartHeldPartProxy(t *testing.T, upstream, part string, hold time.Duration) *fileHeldPartProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &heldPartProxy{ln: ln, upstream: upstream, part: part, hold: hold,
+	p := &fileHeldPartProxy{ln: ln, upstream: upstream, part: part, hold: hold,
 		held: make(chan struct{}), delivered: make(chan struct{}), conns: map[net.Conn]bool{}}
 	p.wg.Add(1)
 	go func() {
@@ -418,13 +419,13 @@ func startHeldPartProxy(t *testing.T, upstream, part string, hold time.Duration)
 	return p
 }
 
-func (p *heldPartProxy) track(c net.Conn) {
+func (p *fileHeldPartProxy) track(c net.Conn) {
 	p.mu.Lock()
 	p.conns[c] = true
 	p.mu.Unlock()
 }
 
-func (p *heldPartProxy) handle(c net.Conn) {
+func (p *fileHeldPartProxy) handle(c net.Conn) {
 	defer p.wg.Done()
 	defer c.Close()
 	p.track(c)
@@ -439,7 +440,7 @@ func (p *heldPartProxy) handle(c net.Conn) {
 	br := bufio.NewReader(c)
 	heldHere := false
 	for {
-		head, line, length, err := readRequestHead(br)
+		head, line, length, err := fileReadRequestHead(br)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
 				p.mu.Lock()
@@ -456,13 +457,13 @@ func (p *heldPartProxy) handle(c net.Conn) {
 			break // cut off by the client: the server never gets all of it
 		}
 		if strings.HasPrefix(line, "PUT ") && (strings.Contains(line, "partNumber="+p.part+"&") ||
-			strings.Contains(line, "partNumber="+p.part+" ")) && len(body) > heldTail {
+			strings.Contains(line, "partNumber="+p.part+" ")) && len(body) > fileHeldTail {
 			// The server gets most of the part at once and starts on it;
 			// the tail is still in flight while the client may give up.
-			if _, err := s.Write(body[:len(body)-heldTail]); err != nil {
+			if _, err := s.Write(body[:len(body)-fileHeldTail]); err != nil {
 				break
 			}
-			body = body[len(body)-heldTail:]
+			body = body[len(body)-fileHeldTail:]
 			heldHere = true
 			p.heldOnce.Do(func() {
 				p.heldLine = line
@@ -484,12 +485,12 @@ func (p *heldPartProxy) handle(c net.Conn) {
 	}
 }
 
-// heldTail is how much of the held part's body arrives late.
-const heldTail = 64 << 10
+// fileHeldTail is how much of the held part's body arrives late.
+const fileHeldTail = 64 << 10
 
-// readRequestHead reads a request head and returns it raw, with its request
+// fileReadRequestHead reads a request head and returns it raw, with its request
 // line and body length.
-func readRequestHead(br *bufio.Reader) (head []byte, line string, length int64, err error) {
+func fileReadRequestHead(br *bufio.Reader) (head []byte, line string, length int64, err error) {
 	var b bytes.Buffer
 	for first := true; ; first = false {
 		l, err := br.ReadString('\n')
@@ -527,23 +528,23 @@ func TestUploadS3PartInFlightAtFailure(t *testing.T) {
 	endpoint := testenv.Require(t, testenv.S3EndpointVar)
 	access, secret := testenv.Require(t, testenv.S3AccessKeyVar), testenv.Require(t, testenv.S3SecretKeyVar)
 	upstream := strings.TrimPrefix(strings.TrimPrefix(endpoint, "http://"), "https://")
-	proxy := startHeldPartProxy(t, upstream, "2", 1500*time.Millisecond)
+	proxy := fileStartHeldPartProxy(t, upstream, "2", 1500*time.Millisecond)
 
 	cfg := fileTestConfig(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", access)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
 	t.Setenv("AWS_REGION", "us-east-1")
 	cfg.Storage.Backend = "s3"
-	cfg.Storage.S3 = config.S3Storage{Bucket: newS3Bucket(t, endpoint, access, secret), Region: "us-east-1",
+	cfg.Storage.S3 = config.S3Storage{Bucket: fileNewS3Bucket(t, endpoint, access, secret), Region: "us-east-1",
 		Endpoint: "http://" + proxy.ln.Addr().String(), PathStyle: true}
 	e := newFileEnv(t, cfg)
 	key, _ := e.standardKey(t, "alice")
 	before := e.state(t)
 	finished := e.uploadsFinished(t)
 
-	body, ct := fileForm(oneFile("big.pdf", pdfBytes(3*s3PartBytes)))
+	body, ct := fileForm(fileSingle("big.pdf", filePDF(3*fileS3PartBytes)))
 	// Two full parts and a bit of the third have reached the gateway.
-	conn := writePartial(t, e.addr(), key, "", body, ct, 2*s3PartBytes+256*fileKiB)
+	conn := fileWritePartial(t, e.addr(), key, "", body, ct, 2*fileS3PartBytes+256*fileKiB)
 	select {
 	case <-proxy.held:
 	case <-time.After(30 * time.Second):
@@ -568,7 +569,7 @@ func TestUploadS3PartInFlightAtFailure(t *testing.T) {
 	}
 	objKey := strings.TrimPrefix(u.Path, "/"+cfg.Storage.S3.Bucket+"/")
 	uploadID := u.Query().Get("uploadId")
-	client := newS3Client(endpoint, access, secret)
+	client := fileS3Client(endpoint, access, secret)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

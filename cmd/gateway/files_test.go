@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"maps"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -57,7 +58,7 @@ const (
 	fileKiB = 1 << 10
 	fileMiB = 1 << 20
 
-	filesPath = "/api/v1/files"
+	fileUploadPath = "/api/v1/files"
 
 	// The spec's message texts the upload answers with.
 	fileMsgBadRequest = "Invalid request parameters"
@@ -67,7 +68,7 @@ const (
 	fileMsgProvider   = "Provider returned error"
 	fileMsgUnavail    = "Service temporarily unavailable"
 
-	mimeDOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+	fileMimeDOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 )
 
 // fileStorage is one native storage backend the upload suites run against.
@@ -87,34 +88,34 @@ func storageCases() []fileStorage {
 		}},
 		{"s3", func(t *testing.T, c *config.Config) {
 			endpoint := testenv.Require(t, testenv.S3EndpointVar)
-			configureS3(t, c, endpoint, testenv.Require(t, testenv.S3AccessKeyVar), testenv.Require(t, testenv.S3SecretKeyVar))
+			fileConfigureS3(t, c, endpoint, testenv.Require(t, testenv.S3AccessKeyVar), testenv.Require(t, testenv.S3SecretKeyVar))
 		}},
 		{"gcs", func(t *testing.T, c *config.Config) {
 			endpoint := testenv.Require(t, testenv.GCSEndpointVar)
 			c.Storage.Backend = "gcs"
-			c.Storage.GCS = config.GCSBucket{Bucket: newGCSBucket(t, endpoint), Endpoint: endpoint}
+			c.Storage.GCS = config.GCSBucket{Bucket: fileNewGCSBucket(t, endpoint), Endpoint: endpoint}
 		}},
 	}
 }
 
-// configureS3 points c at a fresh bucket of the S3-compatible server at
+// fileConfigureS3 points c at a fresh bucket of the S3-compatible server at
 // endpoint. Credentials go through the SDK's environment chain, as in
 // production.
-func configureS3(t *testing.T, c *config.Config, endpoint, access, secret string) {
+func fileConfigureS3(t *testing.T, c *config.Config, endpoint, access, secret string) {
 	t.Helper()
 	t.Setenv("AWS_ACCESS_KEY_ID", access)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
 	t.Setenv("AWS_REGION", "us-east-1")
 	c.Storage.Backend = "s3"
 	c.Storage.S3 = config.S3Storage{
-		Bucket: newS3Bucket(t, endpoint, access, secret), Region: "us-east-1", Endpoint: endpoint, PathStyle: true,
+		Bucket: fileNewS3Bucket(t, endpoint, access, secret), Region: "us-east-1", Endpoint: endpoint, PathStyle: true,
 	}
 }
 
-// newS3Bucket creates a bucket of its own for one test.
-func newS3Bucket(t *testing.T, endpoint, access, secret string) string {
+// fileNewS3Bucket creates a bucket of its own for one test.
+func fileNewS3Bucket(t *testing.T, endpoint, access, secret string) string {
 	t.Helper()
-	client := newS3Client(endpoint, access, secret)
+	client := fileS3Client(endpoint, access, secret)
 	name := "gw-files-" + fileRandomHex(6)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -124,9 +125,9 @@ func newS3Bucket(t *testing.T, endpoint, access, secret string) string {
 	return name
 }
 
-// newS3Client is a plain SDK client of the S3-compatible server, for what
+// fileS3Client is a plain SDK client of the S3-compatible server, for what
 // the tests do beside the gateway.
-func newS3Client(endpoint, access, secret string) *awss3.Client {
+func fileS3Client(endpoint, access, secret string) *awss3.Client {
 	return awss3.NewFromConfig(aws.Config{
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider(access, secret, ""),
@@ -136,9 +137,9 @@ func newS3Client(endpoint, access, secret string) *awss3.Client {
 	})
 }
 
-// newGCSBucket creates a bucket of its own for one test through the
+// fileNewGCSBucket creates a bucket of its own for one test through the
 // emulator's JSON API (endpoint ends in /storage/v1/).
-func newGCSBucket(t *testing.T, endpoint string) string {
+func fileNewGCSBucket(t *testing.T, endpoint string) string {
 	t.Helper()
 	name := "gw-files-" + fileRandomHex(6)
 	body := strings.NewReader(`{"name":"` + name + `"}`)
@@ -366,9 +367,9 @@ func fileQuote(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
 }
 
-// oneFile is a body with a single file part whose declared type is a lie,
+// fileSingle is a body with a single file part whose declared type is a lie,
 // so the answer's mime_type can only come from sniffing.
-func oneFile(filename string, data []byte) filePart {
+func fileSingle(filename string, data []byte) filePart {
 	return filePart{name: "file", filename: filename, contentType: "application/octet-stream", data: data}
 }
 
@@ -379,7 +380,7 @@ func (e *fileEnv) post(t *testing.T, key, query string, header http.Header, body
 	for k, vs := range header {
 		h[k] = vs
 	}
-	path := filesPath
+	path := fileUploadPath
 	if query != "" {
 		path += "?" + query
 	}
@@ -389,7 +390,7 @@ func (e *fileEnv) post(t *testing.T, key, query string, header http.Header, body
 // upload sends one file.
 func (e *fileEnv) upload(t *testing.T, key, query string, header http.Header, filename string, data []byte) (*http.Response, []byte) {
 	t.Helper()
-	body, ct := fileForm(oneFile(filename, data))
+	body, ct := fileForm(fileSingle(filename, data))
 	return e.post(t, key, query, header, body, ct)
 }
 
@@ -405,9 +406,9 @@ func fileJSON(t *testing.T, body []byte) map[string]any {
 	return m
 }
 
-// wantUploaded checks a 200 in the service (or anthropic) shape for data
+// fileWantUploaded checks a 200 in the service (or anthropic) shape for data
 // named filename and returns the file id.
-func wantUploaded(t *testing.T, resp *http.Response, body []byte, shape, filename string, data []byte, mimeType string) string {
+func fileWantUploaded(t *testing.T, resp *http.Response, body []byte, shape, filename string, data []byte, mimeType string) string {
 	t.Helper()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("upload of %q = %d %s, want 200", filename, resp.StatusCode, body)
@@ -420,7 +421,7 @@ func wantUploaded(t *testing.T, resp *http.Response, body []byte, shape, filenam
 	}
 	m := fileJSON(t, body)
 	want := []string{"_shape", "created_at", "downloadable", "filename", "id", "mime_type", "size_bytes", "type"}
-	if got := slices.Sorted(mapKeys(m)); !slices.Equal(got, want) {
+	if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, want) {
 		t.Errorf("fields = %v, want %v (the File itself, not wrapped)", got, want)
 	}
 	checks := map[string]any{
@@ -446,9 +447,9 @@ func wantUploaded(t *testing.T, resp *http.Response, body []byte, shape, filenam
 	return id
 }
 
-// wantRefused checks an error envelope and returns its metadata (nil when
+// fileWantRefused checks an error envelope and returns its metadata (nil when
 // null).
-func wantRefused(t *testing.T, resp *http.Response, body []byte, status int, message string) map[string]any {
+func fileWantRefused(t *testing.T, resp *http.Response, body []byte, status int, message string) map[string]any {
 	t.Helper()
 	if resp.StatusCode != status {
 		t.Fatalf("status = %d %s, want %d", resp.StatusCode, body, status)
@@ -456,10 +457,10 @@ func wantRefused(t *testing.T, resp *http.Response, body []byte, status int, mes
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Errorf("Content-Type = %q, want application/json", ct)
 	}
-	return wantEnvelope(t, body, status, message)
+	return fileWantEnvelope(t, body, status, message)
 }
 
-func wantEnvelope(t *testing.T, body []byte, status int, message string) map[string]any {
+func fileWantEnvelope(t *testing.T, body []byte, status int, message string) map[string]any {
 	t.Helper()
 	m := fileJSON(t, body)
 	env, ok := m["error"].(map[string]any)
@@ -486,16 +487,6 @@ func fileMetaNames(md map[string]any, field string) bool {
 	fields, _ := md["fields"].(map[string]any)
 	_, ok := fields[field]
 	return ok
-}
-
-func mapKeys(m map[string]any) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // fileState is what the gateway has stored, everywhere it stores.
@@ -662,7 +653,7 @@ func (e *fileEnv) uploadsFinished(t *testing.T) int {
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "gateway_http_requests_total{") ||
-			!strings.Contains(line, `route="`+filesPath+`"`) || !strings.Contains(line, `method="POST"`) {
+			!strings.Contains(line, `route="`+fileUploadPath+`"`) || !strings.Contains(line, `method="POST"`) {
 			continue
 		}
 		f := strings.Fields(line)
@@ -697,7 +688,7 @@ func (e *fileEnv) record(t *testing.T, ws, id string) files.Record {
 	return rec
 }
 
-// wantStored checks the row of file id and, for native storage, that the
+// wantStored checks the row of file id in native storage, and that the
 // bucket holds exactly data under the row's key; it returns the key.
 func (e *fileEnv) wantStored(t *testing.T, ws, id, filename, mimeType string, data []byte) string {
 	t.Helper()
@@ -741,17 +732,17 @@ func fileRandomHex(n int) string {
 
 // Contents of the accepted types, deterministic for a given size.
 
-func pdfBytes(n int) []byte {
+func filePDF(n int) []byte {
 	head := []byte("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
 	return append(head, fileNoise(n-len(head), 1)...)
 }
 
-func pngBytes(n int) []byte {
+func filePNG(n int) []byte {
 	head := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x06\x00\x00\x00")
 	return append(head, fileNoise(n-len(head), 2)...)
 }
 
-func textBytes(n int) []byte {
+func fileText(n int) []byte {
 	line := []byte("the quick brown fox jumps over the lazy dog 0123456789\n")
 	b := bytes.Repeat(line, n/len(line)+1)
 	return b[:n]
@@ -768,18 +759,12 @@ func fileNoise(n int, seed uint64) []byte {
 	return b
 }
 
-// zipBytes is a zip archive of the named entries.
-func zipBytes(t *testing.T, entries map[string]string) []byte {
+// fileZip is a zip archive of the named entries.
+func fileZip(t *testing.T, entries map[string]string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range entries {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		w, err := zw.Create(name)
 		if err != nil {
 			t.Fatal(err)
@@ -794,8 +779,8 @@ func zipBytes(t *testing.T, entries map[string]string) []byte {
 	return b.Bytes()
 }
 
-func docxBytes(t *testing.T) []byte {
-	return zipBytes(t, map[string]string{
+func fileDOCX(t *testing.T) []byte {
+	return fileZip(t, map[string]string{
 		"[Content_Types].xml": `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
 <Default Extension="xml" ContentType="application/xml"/>
@@ -828,18 +813,18 @@ func TestFileUploadStoresAndAnswers(t *testing.T) {
 }
 
 func testFileTypesStored(t *testing.T, e *fileEnv, key, ws string) {
-	pdf := pdfBytes(300 * fileKiB)
+	pdf := filePDF(300 * fileKiB)
 	types := []struct {
 		filename, mime string
 		data           []byte
 	}{
 		{"report.pdf", "application/pdf", pdf},
-		{"picture.png", "image/png", pngBytes(40 * fileKiB)},
-		{"notes.txt", "text/plain", textBytes(100 * fileKiB)},
+		{"picture.png", "image/png", filePNG(40 * fileKiB)},
+		{"notes.txt", "text/plain", fileText(100 * fileKiB)},
 		{"readme.md", "text/markdown", []byte("# Title\n\nSome *markdown*.\n")},
 		{"table.csv", "text/csv", []byte("a,b,c\n1,2,3\n")},
 		{"data.json", "application/json", []byte(`{"a": [1, 2, 3]}`)},
-		{"letter.docx", mimeDOCX, docxBytes(t)},
+		{"letter.docx", fileMimeDOCX, fileDOCX(t)},
 		{"a/b/c.txt", "text/plain", []byte("a file in a folder\n")},
 		{"x", "text/plain", []byte("x")},
 	}
@@ -848,7 +833,7 @@ func testFileTypesStored(t *testing.T, e *fileEnv, key, ws string) {
 	for _, tc := range types {
 		t.Run(strings.ReplaceAll(tc.filename, "/", "_"), func(t *testing.T) {
 			resp, body := e.upload(t, key, "", nil, tc.filename, tc.data)
-			id := wantUploaded(t, resp, body, "service", tc.filename, tc.data, tc.mime)
+			id := fileWantUploaded(t, resp, body, "service", tc.filename, tc.data, tc.mime)
 			keys = append(keys, e.wantStored(t, ws, id, tc.filename, tc.mime, tc.data))
 			total += int64(len(tc.data))
 		})
@@ -870,9 +855,9 @@ func testFileTypesStored(t *testing.T, e *fileEnv, key, ws string) {
 			resp, body := e.upload(t, key, "", sh.header, "shaped.pdf", pdf)
 			var id string
 			if sh.shape == "openai" {
-				id = wantOpenAIShape(t, resp, body, "shaped.pdf", len(pdf))
+				id = fileWantOpenAIShape(t, resp, body, "shaped.pdf", len(pdf))
 			} else {
-				id = wantUploaded(t, resp, body, sh.shape, "shaped.pdf", pdf, "application/pdf")
+				id = fileWantUploaded(t, resp, body, sh.shape, "shaped.pdf", pdf, "application/pdf")
 			}
 			keys = append(keys, e.wantStored(t, ws, id, "shaped.pdf", "application/pdf", pdf))
 			total += int64(len(pdf))
@@ -892,15 +877,15 @@ func testFileTypesStored(t *testing.T, e *fileEnv, key, ws string) {
 	}
 }
 
-// wantOpenAIShape checks a 200 in the OpenAI shape and returns the id.
-func wantOpenAIShape(t *testing.T, resp *http.Response, body []byte, filename string, size int) string {
+// fileWantOpenAIShape checks a 200 in the OpenAI shape and returns the id.
+func fileWantOpenAIShape(t *testing.T, resp *http.Response, body []byte, filename string, size int) string {
 	t.Helper()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("upload = %d %s, want 200", resp.StatusCode, body)
 	}
 	m := fileJSON(t, body)
 	want := []string{"_shape", "bytes", "created_at", "filename", "id", "object", "purpose", "status"}
-	if got := slices.Sorted(mapKeys(m)); !slices.Equal(got, want) {
+	if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, want) {
 		t.Errorf("openai fields = %v, want %v", got, want)
 	}
 	checks := map[string]any{
@@ -962,19 +947,19 @@ func TestFileUploadRefusals(t *testing.T) {
 
 func testFileRefusals(t *testing.T, e *fileEnv, key string) {
 	small := []byte("hello\n")
-	textWithNUL := textBytes(300 * fileKiB)
+	textWithNUL := fileText(300 * fileKiB)
 	textWithNUL[200*fileKiB] = 0 // far past the sniffing window: found while streaming
 	var fields []filePart
 	for i := range 16 {
 		fields = append(fields, filePart{name: fmt.Sprintf("field%d", i), noFilename: true, data: []byte("v")})
 	}
 	cases := []fileRefusal{
-		{name: "empty file", parts: []filePart{oneFile("empty.txt", nil)}, status: 400},
+		{name: "empty file", parts: []filePart{fileSingle("empty.txt", nil)}, status: 400},
 		{name: "no file part", parts: []filePart{{name: "purpose", noFilename: true, data: []byte("user_data")}}, status: 400, metaKey: "file"},
 		{name: "no parts at all", parts: nil, status: 400},
 		{name: "file part without filename", parts: []filePart{{name: "file", noFilename: true, data: small}}, status: 400},
-		{name: "two file parts", parts: []filePart{oneFile("one.txt", textBytes(200*fileKiB)), oneFile("two.txt", small)}, status: 400, metaKey: "file"},
-		{name: "too many parts", parts: append([]filePart{oneFile("first.txt", textBytes(200*fileKiB))}, fields...), status: 400},
+		{name: "two file parts", parts: []filePart{fileSingle("one.txt", fileText(200*fileKiB)), fileSingle("two.txt", small)}, status: 400, metaKey: "file"},
+		{name: "too many parts", parts: append([]filePart{fileSingle("first.txt", fileText(200*fileKiB))}, fields...), status: 400},
 		{name: "over-long part headers", parts: []filePart{{name: "file", filename: "h.txt", data: small,
 			header: map[string]string{"X-Padding": strings.Repeat("p", 9*fileKiB)}}}, status: 400},
 		{name: "not multipart", body: []byte(`{"file":"hello"}`), ctype: "application/json", status: 400},
@@ -982,13 +967,13 @@ func testFileRefusals(t *testing.T, e *fileEnv, key string) {
 		{name: "malformed multipart", body: []byte("this is not a multipart body at all"), ctype: "multipart/form-data; boundary=nothere", status: 400},
 		{name: "truncated multipart", body: []byte("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"t.txt\"\r\n\r\nhello"),
 			ctype: "multipart/form-data; boundary=b", status: 400},
-		{name: "random bytes", parts: []filePart{oneFile("noise.bin", append([]byte{0}, fileNoise(100*fileKiB, 7)...))}, status: 400, metaKey: "file"},
+		{name: "random bytes", parts: []filePart{fileSingle("noise.bin", append([]byte{0}, fileNoise(100*fileKiB, 7)...))}, status: 400, metaKey: "file"},
 		{name: "random bytes named pdf", parts: []filePart{{name: "file", filename: "fake.pdf", contentType: "application/pdf",
 			data: append([]byte{0xde, 0xad}, fileNoise(10*fileKiB, 8)...)}}, status: 400, metaKey: "file"},
-		{name: "plain zip", parts: []filePart{oneFile("archive.zip", zipBytes(t, map[string]string{"hello.txt": "hello"}))}, status: 400, metaKey: "file"},
-		{name: "zip named docx", parts: []filePart{oneFile("fake.docx", zipBytes(t, map[string]string{"hello.txt": "hello"}))}, status: 400, metaKey: "file"},
-		{name: "text with a NUL deep inside", parts: []filePart{oneFile("nul.txt", textWithNUL)}, status: 400, metaKey: "file"},
-		{name: "unknown provider", parts: []filePart{oneFile("p.txt", small)}, query: "provider=gemini", status: 400},
+		{name: "plain zip", parts: []filePart{fileSingle("archive.zip", fileZip(t, map[string]string{"hello.txt": "hello"}))}, status: 400, metaKey: "file"},
+		{name: "zip named docx", parts: []filePart{fileSingle("fake.docx", fileZip(t, map[string]string{"hello.txt": "hello"}))}, status: 400, metaKey: "file"},
+		{name: "text with a NUL deep inside", parts: []filePart{fileSingle("nul.txt", textWithNUL)}, status: 400, metaKey: "file"},
+		{name: "unknown provider", parts: []filePart{fileSingle("p.txt", small)}, query: "provider=gemini", status: 400},
 	}
 	for _, fn := range []string{
 		"/leading.txt", "trailing/", "a//b.txt", "a/../b.txt", "../up.txt", "./here.txt", "a/./b.txt", "..", ".",
@@ -996,7 +981,7 @@ func testFileRefusals(t *testing.T, e *fileEnv, key string) {
 		strings.Repeat("n", 252) + ".txt", // 256 characters
 		strings.Repeat("é", 256),          // 256 characters, 512 bytes
 	} {
-		cases = append(cases, fileRefusal{name: "filename " + fileShort(fn), parts: []filePart{oneFile(fn, small)}, status: 400, metaKey: "filename"})
+		cases = append(cases, fileRefusal{name: "filename " + fileShort(fn), parts: []filePart{fileSingle(fn, small)}, status: 400, metaKey: "filename"})
 	}
 	// Control characters cannot travel raw in a header; RFC 5987 filename*
 	// carries them percent-encoded.
@@ -1017,7 +1002,7 @@ func testFileRefusals(t *testing.T, e *fileEnv, key string) {
 			if msg == "" && tc.status == 400 {
 				msg = fileMsgBadRequest
 			}
-			md := wantRefused(t, resp, got, tc.status, msg)
+			md := fileWantRefused(t, resp, got, tc.status, msg)
 			if tc.metaKey != "" && !fileMetaNames(md, tc.metaKey) {
 				t.Errorf("metadata %v does not name %q", md, tc.metaKey)
 			}
@@ -1038,14 +1023,14 @@ func fileShort(s string) string {
 func testFileLimitBoundary(t *testing.T, e *fileEnv, key string) {
 	max := int(e.g.Config.Limits.MaxFileBytes)
 	t.Run("exactly max", func(t *testing.T) {
-		data := textBytes(max)
+		data := fileText(max)
 		resp, body := e.upload(t, key, "", nil, "max.txt", data)
-		_ = wantUploaded(t, resp, body, "service", "max.txt", data, "text/plain")
+		_ = fileWantUploaded(t, resp, body, "service", "max.txt", data, "text/plain")
 	})
 	t.Run("max plus one", func(t *testing.T) {
 		before := e.state(t)
-		resp, body := e.upload(t, key, "", nil, "over.txt", textBytes(max+1))
-		md := wantRefused(t, resp, body, http.StatusRequestEntityTooLarge, fileMsgTooLarge)
+		resp, body := e.upload(t, key, "", nil, "over.txt", fileText(max+1))
+		md := fileWantRefused(t, resp, body, http.StatusRequestEntityTooLarge, fileMsgTooLarge)
 		if md["max_file_bytes"] != json.Number(strconv.Itoa(max)) {
 			t.Errorf("metadata = %v, want max_file_bytes %d", md, max)
 		}
@@ -1055,7 +1040,7 @@ func testFileLimitBoundary(t *testing.T, e *fileEnv, key string) {
 		name := strings.Repeat("é", 251) + ".txt"
 		data := []byte("long name\n")
 		resp, body := e.upload(t, key, "", nil, name, data)
-		_ = wantUploaded(t, resp, body, "service", name, data, "text/plain")
+		_ = fileWantUploaded(t, resp, body, "service", name, data, "text/plain")
 	})
 }
 
@@ -1077,7 +1062,7 @@ func (e *fileEnv) rawConn(t *testing.T) net.Conn {
 // fileRequestHead is the head of an upload request; length < 0 means
 // chunked.
 func fileRequestHead(host, key, query, contentType string, length int64, extra ...string) string {
-	path := filesPath
+	path := fileUploadPath
 	if query != "" {
 		path += "?" + query
 	}
@@ -1129,7 +1114,7 @@ func testFileDeclaredTooLarge(t *testing.T, e *fileEnv, key string) {
 				t.Fatal("the gateway sent 100 Continue for a body it must refuse")
 			}
 			body, _ := io.ReadAll(resp.Body)
-			_ = wantRefused(t, resp, body, http.StatusRequestEntityTooLarge, fileMsgTooLarge)
+			_ = fileWantRefused(t, resp, body, http.StatusRequestEntityTooLarge, fileMsgTooLarge)
 			e.assertNothingLeft(t, before)
 		})
 	}
@@ -1141,7 +1126,7 @@ func testFileChunkedTooLarge(t *testing.T, e *fileEnv, key string) {
 	t.Run("chunked past the limit", func(t *testing.T) {
 		before := e.state(t)
 		max := int(e.g.Config.Limits.MaxFileBytes)
-		body, ct := fileForm(oneFile("chunked.txt", textBytes(3*max)))
+		body, ct := fileForm(fileSingle("chunked.txt", fileText(3*max)))
 		conn := e.rawConn(t)
 		host := strings.TrimPrefix(e.g.URL, "http://")
 		if _, err := io.WriteString(conn, fileRequestHead(host, key, "", ct, -1)); err != nil {
@@ -1171,7 +1156,7 @@ func testFileChunkedTooLarge(t *testing.T, e *fileEnv, key string) {
 		}
 		defer resp.Body.Close()
 		got, _ := io.ReadAll(resp.Body)
-		_ = wantRefused(t, resp, got, http.StatusRequestEntityTooLarge, fileMsgTooLarge)
+		_ = fileWantRefused(t, resp, got, http.StatusRequestEntityTooLarge, fileMsgTooLarge)
 		e.assertNothingLeft(t, before)
 	})
 }
@@ -1206,19 +1191,19 @@ func TestFileUploadWorkspaceID(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := e.state(t)
 			resp, body := e.upload(t, tc.key, "workspace_id="+url.QueryEscape(tc.ws), nil, "scoped.txt", data)
-			_ = wantRefused(t, resp, body, tc.status, tc.message)
+			_ = fileWantRefused(t, resp, body, tc.status, tc.message)
 			e.assertNothingLeft(t, before)
 		})
 	}
 
 	t.Run("standard key, its own workspace", func(t *testing.T) {
 		resp, body := e.upload(t, aliceKey, "workspace_id="+aliceWS, nil, "own.txt", data)
-		id := wantUploaded(t, resp, body, "service", "own.txt", data, "text/plain")
+		id := fileWantUploaded(t, resp, body, "service", "own.txt", data, "text/plain")
 		e.wantStored(t, aliceWS, id, "own.txt", "text/plain", data)
 	})
 	t.Run("management key, a workspace of its user", func(t *testing.T) {
 		resp, body := e.upload(t, aliceMgmt, "workspace_id="+second, nil, "second.txt", data)
-		id := wantUploaded(t, resp, body, "service", "second.txt", data, "text/plain")
+		id := fileWantUploaded(t, resp, body, "service", "second.txt", data, "text/plain")
 		e.wantStored(t, second, id, "second.txt", "text/plain", data)
 		if _, err := e.store.FileByID(context.Background(), aliceWS, id); !errors.Is(err, files.ErrNotFound) {
 			t.Errorf("file %s is visible in the default workspace too: %v", id, err)
@@ -1229,13 +1214,13 @@ func TestFileUploadWorkspaceID(t *testing.T) {
 	})
 	t.Run("management key, default workspace", func(t *testing.T) {
 		resp, body := e.upload(t, aliceMgmt, "", nil, "default.txt", data)
-		id := wantUploaded(t, resp, body, "service", "default.txt", data, "text/plain")
+		id := fileWantUploaded(t, resp, body, "service", "default.txt", data, "text/plain")
 		e.wantStored(t, aliceWS, id, "default.txt", "text/plain", data)
 	})
 	t.Run("no key", func(t *testing.T) {
 		before := e.state(t)
 		resp, body := e.upload(t, "", "", nil, "anon.txt", data)
-		_ = wantRefused(t, resp, body, http.StatusUnauthorized, "")
+		_ = fileWantRefused(t, resp, body, http.StatusUnauthorized, "")
 		e.assertNothingLeft(t, before)
 	})
 }
@@ -1259,9 +1244,9 @@ func TestFileUploadQuota(t *testing.T) {
 			// Fill to 300 KiB below the quota.
 			var filled int64
 			for i, size := range []int{fileMiB - fileKiB, fileMiB - fileKiB, fileMiB - 298*fileKiB} {
-				data := textBytes(size)
+				data := fileText(size)
 				resp, body := e.upload(t, key, "", nil, fmt.Sprintf("fill%d.txt", i), data)
-				_ = wantUploaded(t, resp, body, "service", fmt.Sprintf("fill%d.txt", i), data, "text/plain")
+				_ = fileWantUploaded(t, resp, body, "service", fmt.Sprintf("fill%d.txt", i), data, "text/plain")
 				filled += int64(size)
 			}
 			before := e.state(t)
@@ -1277,9 +1262,9 @@ func TestFileUploadQuota(t *testing.T) {
 			for i := range results {
 				size := (i + 1) * 10 * fileKiB // 10 to 200 KiB: 2100 KiB in all
 				results[i].size = size
-				body, ct := fileForm(oneFile(fmt.Sprintf("race%d.txt", i), textBytes(size)))
+				body, ct := fileForm(fileSingle(fmt.Sprintf("race%d.txt", i), fileText(size)))
 				wg.Go(func() {
-					req, _ := http.NewRequest("POST", e.g.URL+filesPath, bytes.NewReader(body))
+					req, _ := http.NewRequest("POST", e.g.URL+fileUploadPath, bytes.NewReader(body))
 					req.Header.Set("Authorization", "Bearer "+key)
 					req.Header.Set("Content-Type", ct)
 					resp, err := http.DefaultClient.Do(req)
@@ -1305,7 +1290,7 @@ func TestFileUploadQuota(t *testing.T) {
 					acceptedBytes += int64(r.size)
 				case r.status == http.StatusForbidden:
 					refused++
-					md := wantEnvelope(t, r.body, http.StatusForbidden, fileMsgQuota)
+					md := fileWantEnvelope(t, r.body, http.StatusForbidden, fileMsgQuota)
 					if md["limit_bytes"] != json.Number(strconv.Itoa(quota)) {
 						t.Errorf("quota refusal metadata = %v, want limit_bytes %d", md, quota)
 					}
@@ -1348,8 +1333,8 @@ func TestFileUploadQuota(t *testing.T) {
 
 			// A full workspace refuses even a small file, and nothing stays.
 			before = e.state(t)
-			resp, body := e.upload(t, key, "", nil, "more.txt", textBytes(400*fileKiB))
-			_ = wantRefused(t, resp, body, http.StatusForbidden, fileMsgQuota)
+			resp, body := e.upload(t, key, "", nil, "more.txt", fileText(400*fileKiB))
+			_ = fileWantRefused(t, resp, body, http.StatusForbidden, fileMsgQuota)
 			e.assertNothingLeft(t, before)
 		})
 	}
@@ -1407,9 +1392,9 @@ func TestFileUploadBYOK(t *testing.T) {
 
 			t.Run("stored at the provider", func(t *testing.T) {
 				before := e.state(t)
-				data := pdfBytes(700 * fileKiB)
+				data := filePDF(700 * fileKiB)
 				resp, body := e.upload(t, key, q, nil, "folder/report.pdf", data)
-				id := wantUploaded(t, resp, body, "service", "folder/report.pdf", data, "application/pdf")
+				id := fileWantUploaded(t, resp, body, "service", "folder/report.pdf", data, "application/pdf")
 				got := stand.Files()
 				if len(got) != 1 || got[0].ID != id {
 					t.Fatalf("stand-in holds %+v, want the one file %s", got, id)
@@ -1423,7 +1408,7 @@ func TestFileUploadBYOK(t *testing.T) {
 				}
 				reqs := stand.Requests()
 				r := reqs[len(reqs)-1]
-				wantProviderRequest(t, p.name, p.key, gatewayKey, r)
+				fileWantProviderRequest(t, p.name, p.key, gatewayKey, r)
 				if p.name == "openai" && f.Purpose != "user_data" {
 					t.Errorf("purpose = %q, want user_data", f.Purpose)
 				}
@@ -1458,7 +1443,7 @@ func TestFileUploadBYOK(t *testing.T) {
 						}
 					}},
 				{name: "unknown provider", query: "provider=" + strings.ToUpper(p.name), data: []byte("x\n"), status: []int{400}, message: fileMsgBadRequest},
-				{name: "provider 500", query: q, prepare: func() { stand.FailUploads(500) }, data: pdfBytes(200 * fileKiB),
+				{name: "provider 500", query: q, prepare: func() { stand.FailUploads(500) }, data: filePDF(200 * fileKiB),
 					status: []int{502}, message: fileMsgProvider,
 					check: func(t *testing.T, md map[string]any, _ time.Duration) {
 						reqs := stand.Requests()
@@ -1469,7 +1454,7 @@ func TestFileUploadBYOK(t *testing.T) {
 					}},
 				{name: "provider 429", query: q, prepare: func() { stand.FailUploads(429) }, data: []byte("x\n"),
 					status: []int{502}, message: fileMsgProvider},
-				{name: "over the limit", query: q, data: textBytes(3 * fileMiB / 2), status: []int{413}, message: fileMsgTooLarge,
+				{name: "over the limit", query: q, data: fileText(3 * fileMiB / 2), status: []int{413}, message: fileMsgTooLarge,
 					check: func(t *testing.T, _ map[string]any, _ time.Duration) {
 						reqs := stand.Requests()
 						if last := reqs[len(reqs)-1]; last.Complete || last.FileID != "" || last.BodyBytes == 0 {
@@ -1478,14 +1463,14 @@ func TestFileUploadBYOK(t *testing.T) {
 						}
 					}},
 				{name: "type refused mid-stream", query: q, data: func() []byte {
-					b := textBytes(500 * fileKiB)
+					b := fileText(500 * fileKiB)
 					b[400*fileKiB] = 0
 					return b
 				}(), status: []int{400}, message: fileMsgBadRequest},
 				// Last: the stand-in may not notice that the gateway gave up on
 				// a hung request until the test ends, so nothing after it may
 				// count on its requests.
-				{name: "provider hangs", query: q, prepare: func() { stand.Hang() }, data: pdfBytes(100 * fileKiB),
+				{name: "provider hangs", query: q, prepare: func() { stand.Hang() }, data: filePDF(100 * fileKiB),
 					status: []int{502, 504}, noAwait: true,
 					check: func(t *testing.T, _ map[string]any, took time.Duration) {
 						if took > timeout+5*time.Second {
@@ -1508,7 +1493,7 @@ func TestFileUploadBYOK(t *testing.T) {
 					if !slices.Contains(tc.status, resp.StatusCode) {
 						t.Fatalf("status = %d %s, want one of %v", resp.StatusCode, body, tc.status)
 					}
-					md := wantRefused(t, resp, body, resp.StatusCode, tc.message)
+					md := fileWantRefused(t, resp, body, resp.StatusCode, tc.message)
 					if tc.query == q && resp.StatusCode >= 500 {
 						if md["provider"] != p.name {
 							t.Errorf("metadata %v does not name the provider", md)
@@ -1552,16 +1537,16 @@ func TestFileUploadBYOK(t *testing.T) {
 				if resp.StatusCode != 502 && resp.StatusCode != 504 {
 					t.Fatalf("status = %d %s, want 502", resp.StatusCode, body)
 				}
-				_ = wantRefused(t, resp, body, resp.StatusCode, "")
+				_ = fileWantRefused(t, resp, body, resp.StatusCode, "")
 				e2.assertNothingLeft(t, before)
 			})
 		})
 	}
 }
 
-// wantProviderRequest checks the headers a provider received: its own key
+// fileWantProviderRequest checks the headers a provider received: its own key
 // in its own header, the protocol headers, and never the gateway's key.
-func wantProviderRequest(t *testing.T, provider, providerKey, gatewayKey string, r byoktest.Request) {
+func fileWantProviderRequest(t *testing.T, provider, providerKey, gatewayKey string, r byoktest.Request) {
 	t.Helper()
 	if r.Method != "POST" || r.Path != "/v1/files" {
 		t.Errorf("provider request %s %s, want POST /v1/files", r.Method, r.Path)
