@@ -267,6 +267,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case k.hang:
+		// Read to the end of the body first: net/http signals a gone client
+		// through the request context only once the body is consumed.
+		drain(r)
 		select {
 		case <-r.Context().Done():
 		case <-s.release:
