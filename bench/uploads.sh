@@ -1,0 +1,379 @@
+#!/usr/bin/env bash
+# Upload throughput and memory of the gateway (POST /api/v1/files), on the
+# fs backend and on S3 (a local versitygw), against baselines run in the
+# same script, round by round, medians compared — these machines are shared
+# and their disk speed drifts within a run.
+#
+# Every upload is one file of SIZE bytes ("%PDF-1.7\n" and pseudo-random
+# bytes, generated on the fly by bench/uploader and sent as multipart with an
+# exact Content-Length). The default SIZE is the gateway's max_file_bytes.
+#
+# 1. Throughput (MB = 10^6 bytes/s, one upload at a time, `sync` before each
+#    timed write, the order of the contenders rotated every round):
+#    - gateway: the full gateway, answering once the file is fsynced, renamed
+#      into place and recorded in SQLite;
+#    - sink: bench/sink, net/http + MultipartReader -> file + fsync, nothing
+#      else, fed by the same client: the fair baseline (DESIGN.md §9);
+#    - dd: "buffered dd" means dd writing SIZE bytes through the page cache
+#      (no O_DIRECT) with conv=fsync, so the bytes are on disk when it ends,
+#      as they are when the gateway answers: `dd if=/dev/zero bs=1M
+#      iflag=count_bytes count=SIZE conv=fsync`. Zeros, since ext4 neither
+#      compresses nor deduplicates; dd's own timing (fsync included). The
+#      issue's target is gateway >= 0.7x of it;
+#    - dd-cache: the same dd without conv=fsync, for information only: it
+#      measures the page cache (GB/s), not the disk.
+# 2. Peak RSS (VmHWM) of the gateway, a fresh process: idle after a small
+#    warm-up upload, then with 1, 8 and 32 concurrent uploads (VmHWM reset
+#    with `echo 5 > /proc/PID/clear_refs` before each phase, or the gateway
+#    restarted when that is not permitted), printed as MiB per concurrent
+#    upload above idle (target <= 16; idle is the lowest RSS seen at rest,
+#    the conservative choice). The sink's is printed beside it.
+#    To see where memory goes, GODEBUG=gctrace=1 KEEP=1 bench/uploads.sh
+#    leaves the heap size of every GC in the gateway's log.
+# 3. The same on the S3 backend against versitygw, built from
+#    deploy/testenv/go.mod (cached in .testenv/bin): gateway vs the sink, and
+#    vs s3put — bench/uploader sending the same file straight to versitygw
+#    the way the gateway's S3 backend does (5 MiB multipart parts, CRC32) —
+#    so the gateway's own share of the S3 path shows apart from the S3
+#    server's; then the gateway's RSS.
+#
+# Limits in the bench config are raised so nothing is refused. Uploaded
+# files are deleted after every measurement. All data lives under
+# .testenv/bench-uploads.* in the repository (the disk the gateway would
+# use, never a tmpfs /tmp) and is removed on exit, as is every process
+# started here.
+#
+#   bench/uploads.sh
+#   ROUNDS=7 SIZE=104857600 CONCURRENCY="1 8 32" BACKENDS="fs s3" bench/uploads.sh
+#   PIN=1 bench/uploads.sh    # servers on CPU 0, client (and versitygw) on CPU 1
+#   KEEP=1 bench/uploads.sh   # keep the run's directory (configs, logs, SQLite)
+#
+# Defaults: ROUNDS=7, SIZE=104857600, CONCURRENCY="1 8 32", BACKENDS="fs s3",
+# PIN=0 (unpinned: an upload keeps one core busy in the server and another
+# in the kernel). About 3-5 minutes here, plus a first build.
+set -euo pipefail
+shopt -s inherit_errexit
+rounds=${ROUNDS:-7}
+size=${SIZE:-104857600}
+concurrency=${CONCURRENCY:-1 8 32}
+backends=${BACKENDS:-fs s3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+pin_server=() pin_load=()
+if [ "${PIN:-0}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  pin_server=(taskset -c 0) pin_load=(taskset -c 1)
+fi
+
+mkdir -p "$root/.testenv"
+state=$(mktemp -d "$root/.testenv/bench-uploads.XXXXXX")
+pids=()
+cleanup() {
+  local code=$?
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ -f "$state/pids" ]; then
+    while read -r p; do kill "$p" 2>/dev/null || true; done <"$state/pids"
+  fi
+  wait 2>/dev/null || true
+  if [ "$code" != 0 ]; then
+    for log in "$state"/*.log; do
+      [ -f "$log" ] || continue
+      echo "--- last lines of $(basename "$log")" >&2
+      tail -n 15 "$log" >&2
+    done
+  fi
+  if [ "${KEEP:-0}" = 1 ]; then
+    rm -rf "$state/files" "$state/sink" "$state/dd" "$state/s3"
+    echo "kept $state" >&2
+  else
+    rm -rf "$state"
+  fi
+  exit "$code"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "building..." >&2
+go build -o "$state/exe/gateway" ./cmd/gateway
+go build -o "$state/exe/sink" ./bench/sink
+go build -o "$state/exe/uploader" ./bench/uploader
+
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 30000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+}
+# wait_http URL: until URL answers anything (the sink answers 400 to a GET).
+wait_http() {
+  for _ in $(seq 150); do curl -sS -o /dev/null "$1" 2>/dev/null && return; sleep 0.1; done
+  echo "bench: $1 never answered" >&2
+  exit 1
+}
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b > 0 ? a / b : 0)}'; }
+kib() { awk -v f="$2" '$1 == f":" {print $2}' "/proc/$1/status"; }
+mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
+field() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
+
+# upload URL CONCURRENCY [KEY [SIZE]]: the uploader's key=value line.
+upload() {
+  local args=(upload -url "$1" -c "$2" -size "${4:-$size}")
+  [ -n "${3:-}" ] && args+=(-key "$3")
+  "${pin_load[@]}" "$state/exe/uploader" "${args[@]}"
+}
+
+# dd_mbps FILE [conv=fsync]: MB/s of dd writing SIZE bytes to FILE.
+dd_mbps() {
+  local out secs
+  out=$(LC_ALL=C dd if=/dev/zero of="$1" bs=1M iflag=count_bytes count="$size" ${2:+"$2"} 2>&1)
+  secs=$(printf '%s\n' "$out" | awk '/copied/ {for (i = 1; i <= NF; i++) if ($i ~ /^s,?$/) print $(i-1)}' | tr -d ,)
+  rm -f "$1"
+  awk -v b="$size" -v s="$secs" 'BEGIN {printf "%.1f", b / 1e6 / s}'
+}
+
+# ---- baselines: the sink, and a null sink to check the client
+mkdir -p "$state/sink" "$state/dd"
+sink_port=$(free_port)
+"${pin_server[@]}" "$state/exe/sink" -addr "127.0.0.1:$sink_port" -dir "$state/sink" >"$state/sink.log" 2>&1 </dev/null &
+sink_pid=$!
+pids+=("$sink_pid")
+null_port=$(free_port)
+"${pin_server[@]}" "$state/exe/sink" -addr "127.0.0.1:$null_port" -mode null >"$state/null.log" 2>&1 </dev/null &
+null_pid=$!
+pids+=("$null_pid")
+sink_url="http://127.0.0.1:$sink_port/"
+wait_http "$sink_url"
+wait_http "http://127.0.0.1:$null_port/"
+
+echo "== client check: bench/uploader -> null sink (raw body discarded, no parsing)"
+nulls=()
+for _ in $(seq 5); do nulls+=("$(upload "http://127.0.0.1:$null_port/" 1 | field mbps)"); done
+null_med=$(printf '%s\n' "${nulls[@]}" | median)
+printf 'client -> null sink: %s MB/s (runs: %s)\n' "$null_med" "${nulls[*]}"
+kill "$null_pid" 2>/dev/null || true
+
+# ---- the gateway
+gw_port=$(free_port)
+# write_config BACKEND: the bench config, limits raised so nothing is refused.
+write_config() {
+  local storage
+  case $1 in
+    fs) storage="{backend: fs, fs: {dir: $state/files}}" ;;
+    s3) storage="{backend: s3, s3: {bucket: bench, endpoint: \"$s3_endpoint\", path_style: true}}" ;;
+  esac
+  cat >"$state/gateway-$1.yaml" <<YAML
+server: {listen: "127.0.0.1:$gw_port"}
+log: {level: info, format: json}
+metadata: {driver: sqlite, dsn: $state/gateway.db}
+storage: $storage
+catalog: {path: $root/configs/models.yaml}
+limits:
+  workspace_storage_bytes: 1TiB
+  upload_bytes: {bytes: 1TiB, per: 1h}
+  uploads_in_flight_per_key: 1024
+  rate:
+    default: {requests: 1000000, per: 1s, burst: 1000000}
+    files: {requests: 1000000, per: 1s, burst: 1000000}
+YAML
+}
+gw_pid=
+start_gateway() {
+  "${pin_server[@]}" "$state/exe/gateway" serve --config "$state/gateway-$1.yaml" >>"$state/gateway-$1.log" 2>&1 </dev/null &
+  gw_pid=$!
+  pids+=("$gw_pid")
+  wait_http "http://127.0.0.1:$gw_port/healthz"
+  # Warm-up: auth, the default workspace, SQLite, the storage client.
+  upload "$gw_url" 1 "$key" 1048576 >/dev/null
+  clean "$1"
+}
+stop_gateway() {
+  kill "$gw_pid" 2>/dev/null || true
+  wait "$gw_pid" 2>/dev/null || true
+}
+# clean BACKEND: delete what the uploads stored.
+clean() {
+  case $1 in
+    fs) rm -rf "$state/files/ws" ;;
+    s3) rm -rf "$state/s3/bench/ws" "$state/s3/bench/direct" ;;
+    sink) rm -f "$state/sink/"upload-* ;;
+  esac
+}
+gw_url="http://127.0.0.1:$gw_port/api/v1/files"
+write_config fs
+key=$("$state/exe/gateway" keys create --config "$state/gateway-fs.yaml" --name bench --user bench 2>>"$state/gateway-fs.log" | tail -n 1)
+
+# one_mbps NAME BACKEND: MB/s of one timed write by NAME, cleaned after.
+one_mbps() {
+  local v
+  sync
+  case $1 in
+    dd) v=$(dd_mbps "$state/dd/file" conv=fsync) ;;
+    dd-cache) v=$(dd_mbps "$state/dd/file") ;;
+    sink) v=$(upload "$sink_url" 1 | field mbps); clean sink ;;
+    s3put)
+      v=$("${pin_load[@]}" "$state/exe/uploader" s3put -endpoint "$s3_endpoint" -bucket bench -size "$size" | field mbps)
+      clean s3
+      ;;
+    gateway) v=$(upload "$gw_url" 1 "$key" | field mbps); clean "$2" ;;
+  esac
+  echo "$v"
+}
+
+# throughput BACKEND CONTENDER...: ROUNDS rounds, each timing every
+# contender once, in an order rotated round by round; prints each round with
+# the ratios gateway/X for every baseline X (dd-cache is information only),
+# then the medians. Sets med[NAME] and per_round[X] (the round ratios).
+throughput() {
+  local backend=$1
+  shift
+  local names=("$@") n=$# r i name v line
+  declare -A vals=() this=()
+  echo "== $backend: throughput of one $size-byte upload at a time, $rounds rounds (MB/s, MB = 10^6 bytes)"
+  upload "$sink_url" 1 >/dev/null
+  clean sink
+  for r in $(seq "$rounds"); do
+    line="round $r:"
+    for i in $(seq 0 $((n - 1))); do
+      name=${names[$(((i + r - 1) % n))]}
+      v=$(one_mbps "$name" "$backend")
+      this[$name]=$v
+      vals[$name]+="$v "
+      line+=$(printf '  %s %.1f' "$name" "$v")
+    done
+    line+="  "
+    for name in "${names[@]}"; do
+      case $name in gateway | dd-cache) continue ;; esac
+      v=$(ratio "${this[gateway]}" "${this[$name]}")
+      per_round[$name]+="$v "
+      line+="  gateway/$name $v"
+    done
+    echo "$line"
+  done
+  line="median:"
+  for name in "${names[@]}"; do
+    med[$name]=$(echo "${vals[$name]}" | tr ' ' '\n' | grep . | median)
+    line+=$(printf '  %s %.1f' "$name" "${med[$name]}")
+  done
+  echo "$line MB/s"
+}
+
+# report_ratios BACKEND BASELINE...: gateway / BASELINE of the medians (and
+# the median of the round ratios), printed and added to the summary.
+report_ratios() {
+  local backend=$1 name r
+  shift
+  local line
+  line=$(printf '%s: gateway %.1f MB/s =' "$backend" "${med[gateway]}")
+  for name in "$@"; do
+    r=$(ratio "${med[gateway]}" "${med[$name]}")
+    line+=$(printf ' %sx %s (%.1f MB/s; median of round ratios %.3f)' "$r" "$name" "${med[$name]}" \
+      "$(echo "${per_round[$name]}" | tr ' ' '\n' | grep . | median)")
+    [ "$name" = dd ] && line+=" [target >= 0.70]"
+    line+=","
+  done
+  echo "${line%,}"
+  summary+=("${line%,}")
+}
+
+# rss_report gateway|sink BACKEND URL [KEY]: idle RSS, then peak RSS per
+# concurrency; MiB per upload above idle are added to per_upload (gateway).
+rss_report() {
+  local who=$1 backend=$2 url=$3 key=${4:-} c idle start peak per run restart=0
+  idle=$(kib "$(pid_of "$who")" VmRSS)
+  printf '%s idle: RSS %s MiB (anonymous %s, file-backed %s)\n' "$who" "$(mib "$idle")" \
+    "$(mib "$(kib "$(pid_of "$who")" RssAnon)")" "$(mib "$(kib "$(pid_of "$who")" RssFile)")"
+  for c in $concurrency; do
+    clean "$backend"
+    sync
+    if ! echo 5 >"/proc/$(pid_of "$who")/clear_refs" 2>/dev/null; then
+      # Peak RSS cannot be reset: a fresh process per phase instead.
+      restart=1
+      restart_proc "$who" "$backend"
+      idle=$(kib "$(pid_of "$who")" VmRSS)
+    fi
+    start=$(kib "$(pid_of "$who")" VmHWM)
+    # Idle is the lowest RSS seen at rest: the runtime returns start-up
+    # garbage and the kernel drops pages of the binary over time, so a
+    # phase may start below the first reading.
+    ((start < idle)) && idle=$start
+    run=$(upload "$url" "$c" "$key")
+    peak=$(kib "$(pid_of "$who")" VmHWM)
+    per=$(awk -v p="$peak" -v i="$idle" -v c="$c" 'BEGIN {printf "%.1f", (p - i) / 1024 / c}')
+    printf '%s %2d concurrent: peak %s MiB (phase start %s, idle %s)  %s MiB per upload above idle   %s MB/s aggregate\n' \
+      "$who" "$c" "$(mib "$peak")" "$(mib "$start")" "$(mib "$idle")" "$per" "$(echo "$run" | field mbps)"
+    [ "$who" = gateway ] && per_upload+=("$per")
+  done
+  clean "$backend"
+  [ "$restart" = 1 ] && echo "($who: clear_refs not permitted; restarted per phase)"
+  return 0
+}
+pid_of() { if [ "$1" = gateway ]; then echo "$gw_pid"; else echo "$sink_pid"; fi; }
+restart_proc() {
+  if [ "$1" = gateway ]; then
+    stop_gateway
+    start_gateway "$2"
+  else
+    kill "$sink_pid" 2>/dev/null || true
+    wait "$sink_pid" 2>/dev/null || true
+    "${pin_server[@]}" "$state/exe/sink" -addr "127.0.0.1:$sink_port" -dir "$state/sink" >>"$state/sink.log" 2>&1 </dev/null &
+    sink_pid=$!
+    pids+=("$sink_pid")
+    wait_http "$sink_url"
+  fi
+}
+
+summary=()
+for backend in $backends; do
+  declare -A med=() per_round=()
+  per_upload=()
+  case $backend in
+    fs)
+      write_config fs
+      start_gateway fs
+      throughput fs dd sink gateway dd-cache
+      report_ratios fs dd sink
+      echo "fs: sink / dd $(ratio "${med[sink]}" "${med[dd]}") (what HTTP + multipart alone cost against dd)"
+      ;;
+    s3)
+      # shellcheck source=../deploy/testenv/lib.sh
+      source "$root/deploy/testenv/lib.sh"
+      # shellcheck source=../deploy/testenv/s3.sh
+      source "$root/deploy/testenv/s3.sh"
+      start_s3 "$state" >/dev/null
+      if [ ${#pin_load[@]} -gt 0 ]; then
+        taskset -apc 1 "$(tail -n 1 "$state/pids")" >/dev/null
+      fi
+      s3_endpoint=$GATEWAY_TEST_S3_ENDPOINT
+      export AWS_ACCESS_KEY_ID=$GATEWAY_TEST_S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$GATEWAY_TEST_S3_SECRET_KEY
+      export AWS_EC2_METADATA_DISABLED=true
+      "$state/exe/uploader" bucket -endpoint "$s3_endpoint" -bucket bench
+      write_config s3
+      start_gateway s3
+      throughput s3 sink s3put gateway
+      report_ratios s3 sink s3put
+      ;;
+    *)
+      echo "bench: unknown backend $backend (want fs or s3)" >&2
+      exit 1
+      ;;
+  esac
+
+  echo "== $backend: peak RSS (VmHWM) with $concurrency concurrent $size-byte uploads"
+  # Fresh processes, so idle is idle and not what the rounds left behind.
+  restart_proc gateway "$backend"
+  rss_report gateway "$backend" "$gw_url" "$key"
+  if [ "$backend" = fs ]; then
+    restart_proc sink sink
+    rss_report sink sink "$sink_url"
+  fi
+  worst=$(printf '%s\n' "${per_upload[@]}" | sort -g | tail -n 1)
+  printf '%s: worst MiB per concurrent upload above idle: %s (target <= 16)\n' "$backend" "$worst"
+  summary+=("$backend: gateway RSS per concurrent upload above idle <= $worst MiB (phases: ${per_upload[*]})")
+  stop_gateway
+done
+
+echo "== summary"
+printf 'client -> null sink: %s MB/s\n' "$null_med"
+printf '%s\n' "${summary[@]}"
