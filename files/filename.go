@@ -69,7 +69,7 @@ func (e *FilenameError) Unwrap() error { return ErrInvalidFilename }
 
 // Metadata names the problem under "filename", with the rule and position.
 func (e *FilenameError) Metadata() map[string]any {
-	m := map[string]any{"filename": ruleText[e.Rule], "rule": e.Rule}
+	m := map[string]any{"fields": map[string]any{"filename": ruleText[e.Rule]}, "rule": e.Rule}
 	if e.Position > 0 {
 		m["position"] = e.Position
 	}

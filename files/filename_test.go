@@ -94,7 +94,7 @@ func TestValidateFilenameRefuses(t *testing.T) {
 				t.Fatalf("rule %q at %d, want %q at %d", fe.Rule, fe.Position, tt.rule, tt.position)
 			}
 			meta := fe.Metadata()
-			if meta["rule"] != tt.rule || meta["filename"] != ruleText[tt.rule] {
+			if meta["rule"] != tt.rule || meta["fields"].(map[string]any)["filename"] != ruleText[tt.rule] {
 				t.Fatalf("metadata = %v", meta)
 			}
 			if pos, ok := meta["position"]; ok != (tt.position > 0) || ok && pos != tt.position {

@@ -383,7 +383,9 @@ func (e *TooLargeError) Error() string { return fmt.Sprintf("file exceeds %d byt
 func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
 
 // Metadata tells the client the limit.
-func (e *TooLargeError) Metadata() map[string]any { return map[string]any{"max_file_bytes": e.Limit} }
+func (e *TooLargeError) Metadata() map[string]any {
+	return map[string]any{"fields": map[string]any{"file": "larger than the maximum file size"}, "max_file_bytes": e.Limit}
+}
 
 // limitReader fails with *TooLargeError as soon as more than left bytes
 // arrive, wherever in the stream that happens.

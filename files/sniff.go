@@ -74,7 +74,7 @@ func (e *TypeError) Unwrap() error { return ErrUnsupportedType }
 
 // Metadata names the problem under "file" and, for text, the offset.
 func (e *TypeError) Metadata() map[string]any {
-	m := map[string]any{"file": e.Reason}
+	m := map[string]any{"fields": map[string]any{"file": e.Reason}}
 	if e.Offset >= 0 {
 		m["offset"] = e.Offset
 	}

@@ -543,7 +543,7 @@ func TestTypeReaderRefusesFromTheWindow(t *testing.T) {
 			if te.Reason != tt.reason || te.Offset != -1 {
 				t.Fatalf("reason = %q at %d, want %q", te.Reason, te.Offset, tt.reason)
 			}
-			if te.Metadata()["file"] != tt.reason {
+			if te.Metadata()["fields"].(map[string]any)["file"] != tt.reason {
 				t.Fatalf("metadata = %v", te.Metadata())
 			}
 		})
