@@ -315,6 +315,11 @@ func s3put(ctx context.Context, args []string, stdout io.Writer) error {
 	body := io.MultiReader(strings.NewReader(pdfHeader), &pattern{block: block, left: *size - int64(len(pdfHeader))})
 	buf := make([]byte, *partSize)
 
+	// The gateway keeps its connections to the server open; so does this
+	// one, from before the clock starts.
+	if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: bucketName}); err != nil {
+		return fmt.Errorf("s3put: %w", err)
+	}
 	t0 := time.Now()
 	out, err := client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 		Bucket: bucketName, Key: key, ContentType: aws.String("application/pdf"),
