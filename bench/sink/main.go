@@ -14,9 +14,13 @@
 // Mode null reads the raw request body and throws it away without parsing
 // it: a /dev/null for checking that the load client is not the bottleneck.
 //
+// -readbuf N is a diagnostic, off in the benchmark: the same parser reading
+// the body through an N-byte buffer, to measure what mime/multipart's 4 KiB
+// reads (one read system call each) cost.
+//
 // Every answer is a small JSON object: {"size":N}, N being the bytes of the
-// file part, or {"body_bytes":N} in null mode, the bytes of the whole body. Files are named by a
-// counter; deleting them between runs is the caller's job.
+// file part, or {"body_bytes":N} in null mode, the bytes of the whole body.
+// Files are named by a counter; deleting them is the caller's job.
 package main
 
 import (
