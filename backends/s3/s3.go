@@ -377,7 +377,17 @@ func (b *Bucket) sendParts(ctx context.Context, key, id string, body *backends.B
 
 	g.Go(func() error { // sender
 		for p := range ch {
-			cp, err := b.uploadPart(gctx, key, id, p)
+			if err := gctx.Err(); err != nil {
+				b.bufs.put(p.buf)
+				return err
+			}
+			// A part once started is sent to the end on a context that the
+			// failure of the request or of the body does not cancel: a part
+			// cut off mid-request may still be stored by the server after
+			// our AbortMultipartUpload, leaving it behind (S3 documents the
+			// same). PartTimeout still bounds it, and its buffer is in
+			// memory, so finishing it costs little.
+			cp, err := b.uploadPart(context.WithoutCancel(gctx), key, id, p)
 			b.bufs.put(p.buf)
 			if err != nil {
 				return err

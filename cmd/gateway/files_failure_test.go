@@ -29,7 +29,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/backends/byok/byoktest"
@@ -576,8 +576,9 @@ func TestUploadS3PartInFlightAtFailure(t *testing.T) {
 		out, err := client.ListParts(ctx, &awss3.ListPartsInput{
 			Bucket: aws.String(cfg.Storage.S3.Bucket), Key: aws.String(objKey), UploadId: aws.String(uploadID)})
 		cancel()
-		var nsu *s3types.NoSuchUpload
-		if errors.As(err, &nsu) {
+		// ListParts has no modelled NoSuchUpload error: match the API code.
+		var apiErr smithy.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode() == "NoSuchUpload" {
 			return
 		}
 		if time.Now().After(deadline) {
