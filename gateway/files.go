@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"strings"
@@ -26,6 +28,7 @@ const (
 	maxParts           = 16
 	maxFieldBytes      = 64 << 10 // all non-file fields together
 	maxPartHeaderBytes = 8 << 10
+	uploadReadBuffer   = 64 << 10
 	// uploadIdleTimeout is how long an upload may send nothing before the
 	// connection is dropped; a deadline per read, not per upload, so slow
 	// but steady clients finish and stalled ones do not hold a slot.
@@ -49,14 +52,14 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	if provider != "" && provider != "openai" && provider != "anthropic" {
 		return badRequest(map[string]any{"provider": "must be openai or anthropic"})
 	}
-	if ct := r.Header.Get("Content-Type"); ct == "" || !strings.HasPrefix(strings.ToLower(ct), "multipart/form-data") {
-		return badRequest(map[string]any{"content_type": "must be multipart/form-data"})
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	mr, err := r.MultipartReader()
-	if err != nil {
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return badRequest(map[string]any{"content_type": "must be multipart/form-data with a boundary"})
 	}
+	// multipart.Reader reads 4 KiB at a time; a larger buffer under it cuts
+	// the read syscalls of a 100 MiB upload about sixteenfold.
+	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, limit), uploadReadBuffer)
+	mr := multipart.NewReader(body, params["boundary"])
 
 	up, err := a.files.Begin(r.Context(), files.Params{
 		Key:         keyFrom(r.Context()),
