@@ -30,9 +30,12 @@ vet:
 bench-go:
 	deploy/testenv/run.sh $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-# Load benchmarks of the running gateway against bare baselines (see bench/).
+# Load benchmarks of the running gateway against baselines measured in the
+# same run (see the header of each script in bench/).
 bench:
 	bench/lookup.sh
+	bench/limits.sh
+	bench/uploads.sh
 
 clean:
 	rm -rf bin .testenv
