@@ -10,7 +10,7 @@ import (
 
 // Defaults of CacheOptions.
 const (
-	DefaultCacheMaxBlock = 64
+	DefaultCacheMaxBlock = 1024
 	DefaultCacheShare    = 8
 	DefaultCacheHold     = 2 * time.Second
 	DefaultCacheMaxKeys  = 100_000
@@ -20,8 +20,12 @@ const (
 )
 
 // minBlock is the smallest block worth reserving: below it a limit is too
-// tight to cache and every check goes to the shared limiter.
-const minBlock = 2
+// tight to cache and every check goes to the shared limiter. A key's first
+// block is firstBlock units (or its limit's largest block, if smaller).
+const (
+	minBlock   = 2
+	firstBlock = 8
+)
 
 // CacheOptions configures a CachedLimiter.
 type CacheOptions struct {
@@ -34,8 +38,9 @@ type CacheOptions struct {
 	// is below 2 units are not cached.
 	Share int
 	// MaxBlock bounds the units reserved at once per key (default
-	// DefaultCacheMaxBlock). One shared-limiter call admits up to this many
-	// requests of a busy key.
+	// DefaultCacheMaxBlock). A key's blocks start small and double while
+	// each lasts less than Hold/8, up to MaxBlock and the Share bound, so
+	// one shared-limiter call admits about Hold/8 worth of a key's requests.
 	MaxBlock int
 	// Hold is how long a key must be idle before its unused reserved units
 	// are given back and it is forgotten (default DefaultCacheHold). A key
@@ -69,7 +74,8 @@ type CacheOptions struct {
 //   - It may admit less: units a replica holds reserved are unavailable to
 //     the others. Blocks are reserved only while the shared limiter reports
 //     at least half the burst remaining, a replica holds at most 1.5 blocks
-//     per key, and a block is at most 1/(Share×ReplicasHint) of the burst,
+//     per key (it reserves the next one when half of the last is left), and
+//     a block is at most 1/(Share×ReplicasHint) of the burst,
 //     so all replicas together hold at most 1.5/Share of a key's burst
 //     (19% with the default Share 8), for at most Hold after the key goes
 //     idle; then the units are given back.
@@ -92,6 +98,7 @@ type CachedLimiter struct {
 	share   int64
 	maxBlk  int64
 	hold    int64 // ns
+	grow    int64 // ns: a block used up faster than this makes the next twice as big
 	maxKeys int
 	timeout time.Duration
 	// async runs refills; tests replace it to run them inline.
@@ -127,6 +134,8 @@ type cacheEntry struct {
 	remaining int   // the shared limiter's Remaining at its last answer
 	resetAt   int64 // when the shared bucket is full again, as last known
 	busy      bool  // a reservation is in flight
+	blk       int64 // size of the last block reserved (0: none yet)
+	blkAt     int64 // when it was reserved
 }
 
 // NewCachedLimiter returns a cache in front of next and starts its
@@ -160,6 +169,7 @@ func NewCachedLimiter(next Limiter, opts CacheOptions) *CachedLimiter {
 		share:   int64(opts.Share) * int64(opts.ReplicasHint),
 		maxBlk:  int64(opts.MaxBlock),
 		hold:    int64(opts.Hold),
+		grow:    int64(opts.Hold / 8),
 		maxKeys: opts.MaxKeys,
 		timeout: opts.Timeout,
 		async:   func(f func()) { go f() },
@@ -175,7 +185,7 @@ func NewCachedLimiter(next Limiter, opts CacheOptions) *CachedLimiter {
 	return c
 }
 
-// block is how many units a replica reserves at once under l (0: l is not
+// block is the most units a replica reserves at once under l (0: l is not
 // cached). A block plus the request that reserves it always fits the
 // burst. l must be valid.
 func (c *CachedLimiter) block(l Limit) int64 {
@@ -184,6 +194,23 @@ func (c *CachedLimiter) block(l Limit) int64 {
 		return 0
 	}
 	return b
+}
+
+// nextBlock sizes the reservation about to be made for e, at most k: the
+// first is small, and each one made less than c.grow after the previous is
+// twice as big, so a busy key soon reserves enough to outlast a round trip
+// while a moderate one does not hold more than it uses. The shard's mutex
+// must be held.
+func (c *CachedLimiter) nextBlock(e *cacheEntry, now, k int64) int64 {
+	switch {
+	case e.blk == 0:
+		e.blk = firstBlock
+	case now-e.blkAt < c.grow:
+		e.blk *= 2
+	}
+	e.blk = min(e.blk, k)
+	e.blkAt = now
+	return e.blk
 }
 
 // clearlyUnder reports whether a key whose shared remainder is remaining
@@ -223,19 +250,21 @@ func (c *CachedLimiter) Allow(ctx context.Context, key string, l Limit, cost int
 		// The limit of this key changed: its block was reserved under the
 		// old one. Give it back and start over.
 		stale, staleLimit, e.left = e.left, e.limit, 0
-		e.limit, e.remaining, e.resetAt = l, 0, now
+		e.limit, e.remaining, e.resetAt, e.blk = l, 0, now, 0
 	}
 	if e != nil && e.limit == l && e.left >= 1 {
 		e.left--
 		e.lastUsed = now
 		d := e.decision(now)
-		refill := !e.busy && e.left < (k+1)/2 && clearlyUnder(e.remaining, l) && c.startRefill()
+		refill := !e.busy && e.left < (e.blk+1)/2 && clearlyUnder(e.remaining, l) && c.startRefill()
+		var size int64
 		if refill {
 			e.busy = true
+			size = c.nextBlock(e, now, k)
 		}
 		sh.mu.Unlock()
 		if refill {
-			c.goRefill(key, e, l, k)
+			c.goRefill(key, e, l, size)
 		}
 		return d, nil
 	}
@@ -243,7 +272,7 @@ func (c *CachedLimiter) Allow(ctx context.Context, key string, l Limit, cost int
 	// Slow path: the shared limiter decides. A key checked less than Hold
 	// ago whose last known remainder is clearly under the limit reserves a
 	// block in the same call.
-	reserve := false
+	reserve, size := false, int64(0)
 	if e == nil {
 		e = c.remember(sh, key, l, now)
 	} else if e.limit == l {
@@ -251,6 +280,7 @@ func (c *CachedLimiter) Allow(ctx context.Context, key string, l Limit, cost int
 		e.lastUsed = now
 		if reserve {
 			e.busy = true
+			size = c.nextBlock(e, now, k)
 		}
 	}
 	sh.mu.Unlock()
@@ -259,19 +289,19 @@ func (c *CachedLimiter) Allow(ctx context.Context, key string, l Limit, cost int
 	}
 
 	if reserve {
-		d, err := c.next.Allow(ctx, key, l, 1+k)
+		d, err := c.next.Allow(ctx, key, l, 1+size)
 		if err == nil && d.Allowed {
 			sh.mu.Lock()
 			kept := sh.m[key] == e
 			e.busy = false
 			if kept {
-				e.left += k
+				e.left += size
 				e.learn(d, now)
 				d = e.decision(now)
 			}
 			sh.mu.Unlock()
 			if !kept {
-				c.giveBack(key, l, k)
+				c.giveBack(key, l, size)
 			}
 			return d, nil
 		}

@@ -174,12 +174,46 @@ func TestCachedLimiterBusyKeySavesCalls(t *testing.T) {
 		clk.Advance(10 * time.Microsecond)
 	}
 	calls := shared.calls()
-	// The first request alone, then one reservation per 64 requests.
-	if most := 2 + n/DefaultCacheMaxBlock; len(calls) > most {
+	// The first request alone, then reservations growing to 1024.
+	if most := 2 + n/64; len(calls) > most {
 		t.Errorf("%d requests made %d shared calls, want at most %d", n, len(calls), most)
 	}
-	if calls[0] != 1 || calls[1] != 1+DefaultCacheMaxBlock {
-		t.Errorf("first costs %v, want 1 then a reservation of 1+%d", calls[:2], DefaultCacheMaxBlock)
+	if calls[0] != 1 || calls[1] != 1+firstBlock {
+		t.Errorf("first costs %v, want 1 then a reservation of 1+%d", calls[:2], firstBlock)
+	}
+}
+
+// TestCachedLimiterBlocksGrow: a key whose blocks last less than Hold/8
+// reserves twice as much each time, up to the largest block; a moderate
+// key keeps small blocks.
+func TestCachedLimiterBlocksGrow(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	shared := &countingLimiter{next: NewLocalLimiter(LocalOptions{Now: clk.Now})}
+	c := newTestCache(t, shared, clk, 1) // Hold 1h: blocks grow when used up within 7.5 min
+	l := Limit{Rate: 1 << 30, Per: time.Second, Burst: 1 << 30}
+	for range 5000 {
+		if _, err := c.Allow(ctx, "fast", l, 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Millisecond)
+	}
+	want := []int64{1, 1 + 8, 16, 32, 64, 128, 256, 512, 1024, 1024}
+	if got := shared.calls(); !equalCosts(got[:min(len(got), len(want))], want) {
+		t.Errorf("costs of a fast key %v, want them to start %v", got, want)
+	}
+
+	shared.costs = nil
+	for range 20 {
+		if _, err := c.Allow(ctx, "moderate", l, 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(5 * time.Minute) // a block of 8 lasts 20 min
+	}
+	for i, cost := range shared.calls()[2:] {
+		if cost != 8 {
+			t.Fatalf("reservation %d of a moderate key is %d, want 8 (costs %v)", i, cost, shared.calls())
+		}
 	}
 }
 
@@ -331,7 +365,7 @@ func TestCachedLimiterGivesBackIdleUnits(t *testing.T) {
 			shared := &countingLimiter{next: local}
 			c := newTestCache(t, shared, clk, 1)
 			l := slowLimit(100)
-			k := int(c.block(l))
+			k := int(min(firstBlock, c.block(l)))
 			for range 2 {
 				if d, err := c.Allow(ctx, "k", l, 1); err != nil || !d.Allowed {
 					t.Fatalf("%+v %v", d, err)
@@ -409,7 +443,7 @@ func TestCachedLimiterLimitChange(t *testing.T) {
 		t.Fatalf("under the new limit: %+v %v", d, err)
 	}
 	calls := shared.calls()
-	k := c.block(old)
+	k := min(firstBlock, c.block(old))
 	if len(calls) != 4 || calls[2] != -k || calls[3] != 1 {
 		t.Errorf("costs %v, want 1, 1+%d, the give-back -%d, then 1", calls, k, k)
 	}
