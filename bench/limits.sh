@@ -7,7 +7,10 @@
 # machines are shared and noisy.
 #
 #  (a) throughput: wrk (1 thread, 64 connections) against each, printed as
-#      requests/s on ÷ off;
+#      requests/s on ÷ off; and, less sensitive to other load on a shared
+#      machine, the gateway's CPU time per request (from /proc) off ÷ on,
+#      which is what the throughput ratio tends to when the CPU is the
+#      limit;
 #  (b) added latency at a fixed load: bench/probe, an open-loop probe that
 #      sends RATE requests/s on a fixed schedule over CONNS connections and
 #      measures each latency from its scheduled send time (no coordinated
@@ -96,8 +99,10 @@ limits: {rate: {enabled: false}}
 YAML
 key=$("$work/gateway" keys create --config "$work/off.yaml" --name bench --user bench 2>/dev/null | tail -n 1)
 "${pin_server[@]}" "$work/gateway" serve --config "$work/on.yaml" 2>"$work/on.log" &
+on_pid=$!
 pids+=($!)
 "${pin_server[@]}" "$work/gateway" serve --config "$work/off.yaml" 2>"$work/off.log" &
+off_pid=$!
 pids+=($!)
 wait_http "127.0.0.1:$on_port/healthz"
 wait_http "127.0.0.1:$off_port/healthz"
@@ -109,7 +114,17 @@ curl -fsS -D "$work/headers" -o /dev/null -H "$auth" "$on_url"
 grep -qi '^ratelimit-limit:' "$work/headers" || { echo "bench: the on gateway sent no RateLimit headers" >&2; exit 1; }
 curl -fsS "127.0.0.1:$on_port/readyz" | grep -q '"redis":"ok"' || { echo "bench: the on gateway is not on Redis" >&2; exit 1; }
 
-rps() { "${pin_load[@]}" wrk -t1 -c64 -d"${secs}s" -H "$auth" "$1" | awk '/^Requests\/sec/ {print $2}'; }
+# cpu_ticks PID: user+system CPU time of a process, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+tick_us=$((1000000 / $(getconf CLK_TCK)))
+# rps URL PID: "requests/s CPU-µs-per-request" of one wrk run.
+rps() {
+  local before after
+  before=$(cpu_ticks "$2")
+  "${pin_load[@]}" wrk -t1 -c64 -d"${secs}s" -H "$auth" "$1" >"$work/wrk.out"
+  after=$(cpu_ticks "$2")
+  awk -v t=$(((after - before) * tick_us)) '/requests in/ {n = $1} /^Requests\/sec/ {r = $2} END {printf "%s %.2f\n", r, t / n}' "$work/wrk.out"
+}
 # probe URL: "p50 p99" in microseconds of one open-loop run.
 probe() {
   "${pin_load[@]}" "$work/probe" -url "$1" -H "$auth" -rate "$rate" -conns "$conns" -duration "${probe_secs}s" |
@@ -121,21 +136,26 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 
 # Warm up both (connections, the auth cache, Redis's script cache).
-rps "$on_url" >/dev/null
-rps "$off_url" >/dev/null
+rps "$on_url" "$on_pid" >/dev/null
+rps "$off_url" "$off_pid" >/dev/null
 
 echo "== (a) lookup throughput, wrk -t1 -c64, ${secs}s per run, limits on (Redis) vs off"
-on=() off=()
+on=() off=() con=() coff=()
 for i in $(seq "$rounds"); do
   # Alternate which goes first so drift does not favour one side.
-  if ((i % 2)); then a=$(rps "$on_url"); b=$(rps "$off_url"); else b=$(rps "$off_url"); a=$(rps "$on_url"); fi
-  on+=("$a") off+=("$b")
-  printf 'round %d: on %9.0f rps   off %9.0f rps   ratio %s\n' "$i" "$a" "$b" "$(ratio "$a" "$b")"
+  if ((i % 2)); then read -r a ca < <(rps "$on_url" "$on_pid"); read -r b cb < <(rps "$off_url" "$off_pid")
+  else read -r b cb < <(rps "$off_url" "$off_pid"); read -r a ca < <(rps "$on_url" "$on_pid"); fi
+  on+=("$a") off+=("$b") con+=("$ca") coff+=("$cb")
+  printf 'round %d: on %9.0f rps %6.1f us CPU/req   off %9.0f rps %6.1f us CPU/req   ratio %s\n' \
+    "$i" "$a" "$ca" "$b" "$cb" "$(ratio "$a" "$b")"
 done
 m_on=$(printf '%s\n' "${on[@]}" | median)
 m_off=$(printf '%s\n' "${off[@]}" | median)
-printf 'median: on %.0f rps, off %.0f rps\n' "$m_on" "$m_off"
+mc_on=$(printf '%s\n' "${con[@]}" | median)
+mc_off=$(printf '%s\n' "${coff[@]}" | median)
+printf 'median: on %.0f rps %.1f us CPU/req, off %.0f rps %.1f us CPU/req\n' "$m_on" "$mc_on" "$m_off" "$mc_off"
 printf 'throughput ratio (limits on / off): %s  (fix below 0.5)\n' "$(ratio "$m_on" "$m_off")"
+printf 'CPU-per-request ratio (off / on):   %s\n' "$(ratio "$mc_off" "$mc_on")"
 
 echo "== (b) added latency at $rate requests/s, open loop, $conns connections, ${probe_secs}s per run"
 p50_on=() p99_on=() p50_off=() p99_off=() d50=() d99=()
