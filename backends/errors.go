@@ -1,6 +1,7 @@
 package backends
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -79,3 +80,28 @@ func (e *ConfigError) Error() string { return e.Field + ": " + e.Problem }
 
 // Unwrap returns ErrInvalidConfig.
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// Classify wraps err, a client library's error, into the sentinel that
+// sentinel finds for it (nil: none), keeping err reachable with errors.As.
+// A cancelled context passes through unchanged: it is the caller's doing,
+// not the storage's.
+func Classify(err error, sentinel func(error) error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	if s := sentinel(err); s != nil {
+		return fmt.Errorf("%w: %w", s, err)
+	}
+	return err
+}
+
+// ClassifyWrite is Classify for writes, where a 404 (a missing bucket) is a
+// misconfiguration, not the caller's "no such object".
+func ClassifyWrite(err error, sentinel func(error) error) error {
+	return Classify(err, func(err error) error {
+		if s := sentinel(err); s != ErrNotFound {
+			return s
+		}
+		return nil
+	})
+}

@@ -741,28 +741,10 @@ func (p *bufferPool) put(b []byte) {
 	p.budget.Release(p.size)
 }
 
-// classify wraps an SDK error into the backends sentinel it stands for.
-func classify(err error) error {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return err
-	}
-	if s := sentinel(err); s != nil {
-		return fmt.Errorf("%w: %w", s, err)
-	}
-	return err
-}
-
-// classifyWrite is classify for writes, where a 404 (a missing bucket) is a
-// misconfiguration, not the caller's "no such object".
-func classifyWrite(err error) error {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return err
-	}
-	if s := sentinel(err); s != nil && s != backends.ErrNotFound {
-		return fmt.Errorf("%w: %w", s, err)
-	}
-	return err
-}
+// classify and classifyWrite map this client's errors to the backends
+// sentinels.
+func classify(err error) error      { return backends.Classify(err, sentinel) }
+func classifyWrite(err error) error { return backends.ClassifyWrite(err, sentinel) }
 
 func sentinel(err error) error {
 	var (
