@@ -85,7 +85,9 @@ type CacheOptions struct {
 //
 // While the shared limiter is a FailoverLimiter in its degraded state,
 // blocks are taken from its local fallback instead, and unused units are
-// not given back (a give-back would land in the wrong bucket).
+// not given back (a give-back would land in the wrong bucket). Units left
+// from such a block are still admitted after Redis returns, uncharged
+// there: at most 1.5 blocks per key and replica, once per outage.
 //
 // Only checks of cost 1 (requests) are cached; any other cost, and
 // AllowAll, go straight to the shared limiter. It is safe for concurrent
