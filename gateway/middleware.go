@@ -154,8 +154,14 @@ func (a *API) observe(next http.Handler) http.Handler {
 func (a *API) record(r *http.Request, ex *exchange, elapsed time.Duration) {
 	route := "unmatched"
 	if rc := chi.RouteContext(r.Context()); rc != nil {
-		if p := rc.RoutePattern(); p != "" {
-			route = p
+		// The routes are flat, so one pattern is the whole route; joining
+		// (RoutePattern) would allocate on every request.
+		switch len(rc.RoutePatterns) {
+		case 0:
+		case 1:
+			route = rc.RoutePatterns[0]
+		default:
+			route = rc.RoutePattern()
 		}
 	}
 	a.metrics.observe(route, r.Method, ex.status, elapsed)
@@ -236,11 +242,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k, err := a.auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
-			if !errors.Is(err, policy.ErrUnauthenticated) && !errors.Is(err, policy.ErrInvalidKey) {
-				// The key store could not decide: try again, not "bad key".
-				err = fmt.Errorf("%w: authenticate: %w", errUnavailable, err)
-			}
-			writeError(w, r, a.log, err)
+			writeError(w, r, a.log, authError(err))
 			return
 		}
 		if ex := exchangeFrom(r.Context()); ex != nil {
@@ -248,6 +250,15 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// authError keeps the authenticator's verdicts and turns a key store that
+// could not decide into a 503: try again, not "bad key".
+func authError(err error) error {
+	if errors.Is(err, policy.ErrUnauthenticated) || errors.Is(err, policy.ErrInvalidKey) {
+		return err
+	}
+	return fmt.Errorf("%w: authenticate: %w", errUnavailable, err)
 }
 
 // managementOnly refuses ordinary keys with the spec's 403.
