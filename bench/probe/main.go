@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -155,9 +156,7 @@ func probe(o options) (result, error) {
 			r.latencies = make([]time.Duration, 0, total/o.conns+1)
 			for i := w; i < total; i += o.conns {
 				scheduled := start.Add(time.Duration(i) * period)
-				if d := time.Until(scheduled); d > 0 {
-					time.Sleep(d)
-				}
+				sleepUntil(scheduled)
 				sentAt := time.Now()
 				status, err := c.roundTrip(req, o.timeout)
 				done := time.Now()
@@ -187,6 +186,24 @@ func probe(o options) (result, error) {
 		all.lags = append(all.lags, p.lags...)
 	}
 	return all, nil
+}
+
+// sleepUntil blocks the calling thread until t with nanosleep(2), whose
+// wake-ups are tens of microseconds late; time.Sleep rounds sub-millisecond
+// waits up to the runtime poller's millisecond, which would add about half
+// a millisecond of the probe's own lag to every latency.
+func sleepUntil(t time.Time) {
+	for {
+		d := time.Until(t)
+		if d <= 0 {
+			return
+		}
+		ts := syscall.NsecToTimespec(d.Nanoseconds())
+		if err := syscall.Nanosleep(&ts, nil); err != nil && err != syscall.EINTR {
+			time.Sleep(d)
+			return
+		}
+	}
 }
 
 // buildRequest renders the request once; every send writes the same bytes.
