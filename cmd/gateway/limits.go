@@ -53,7 +53,12 @@ func openLimits(cfg config.Config, log *zap.Logger, reg prometheus.Registerer, c
 			return limitSet{}, nil, fmt.Errorf("redis limiter: %w", err)
 		}
 		*closers = append(*closers, fl.Close)
-		limiter, inflight = fl, fl.InFlight()
+		// Busy keys are admitted from blocks charged to Redis in advance:
+		// one round trip per block instead of per request, never more than
+		// the shared limit (see policy.CachedLimiter for the bound).
+		cached := policy.NewCachedLimiter(fl, policy.CacheOptions{ReplicasHint: cfg.Redis.ReplicasHint})
+		*closers = append(*closers, cached.Close)
+		limiter, inflight = cached, fl.InFlight()
 		// Losing Redis degrades limits to per-replica shares; the replica
 		// still serves, so readiness reports it without failing.
 		ready["redis"] = func(context.Context) error {
