@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 )
 
 // Errors every Bucket implementation wraps (with %w) so callers can tell
@@ -104,4 +106,31 @@ func ClassifyWrite(err error, sentinel func(error) error) error {
 		}
 		return nil
 	})
+}
+
+// LocationProblems checks where an object-store backend keeps its objects —
+// a bucket name, an optional http(s) endpoint and an optional key prefix —
+// and returns a *ConfigError for each problem, fields named under section.
+func LocationProblems(section, bucket, endpoint, prefix string) []error {
+	var errs []error
+	bad := func(field, problem string) {
+		errs = append(errs, &ConfigError{Field: section + "." + field, Problem: problem})
+	}
+	if bucket == "" {
+		bad("bucket", "must be set")
+	} else if strings.ContainsAny(bucket, "/ ") {
+		bad("bucket", "must be a bucket name, not a path")
+	}
+	if endpoint != "" {
+		u, err := url.Parse(endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("endpoint", "must be an http:// or https:// URL")
+		}
+	}
+	if prefix != "" {
+		if err := ValidateKey(strings.TrimSuffix(prefix, "/")); err != nil {
+			bad("prefix", "must be a relative path of plain segments")
+		}
+	}
+	return errs
 }

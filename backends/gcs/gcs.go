@@ -16,7 +16,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,22 +101,7 @@ func (c *Config) validate() error {
 	bad := func(field, problem string) {
 		errs = append(errs, &backends.ConfigError{Field: "gcs." + field, Problem: problem})
 	}
-	if c.Bucket == "" {
-		bad("bucket", "must be set")
-	} else if strings.ContainsAny(c.Bucket, "/ ") {
-		bad("bucket", "must be a bucket name, not a path")
-	}
-	if c.Endpoint != "" {
-		u, err := url.Parse(c.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("endpoint", "must be an http:// or https:// URL")
-		}
-	}
-	if c.Prefix != "" {
-		if err := backends.ValidateKey(strings.TrimSuffix(c.Prefix, "/")); err != nil {
-			bad("prefix", "must be a relative path of plain segments")
-		}
-	}
+	errs = append(errs, backends.LocationProblems("gcs", c.Bucket, c.Endpoint, c.Prefix)...)
 	if c.ChunkSize <= 0 || c.ChunkSize%chunkGranularity != 0 {
 		bad("chunk_size", "must be a positive multiple of 256 KiB")
 	}

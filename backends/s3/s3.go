@@ -23,7 +23,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,22 +136,7 @@ func (c *Config) validate() error {
 	bad := func(field, problem string) {
 		errs = append(errs, &backends.ConfigError{Field: "s3." + field, Problem: problem})
 	}
-	if c.Bucket == "" {
-		bad("bucket", "must be set")
-	} else if strings.ContainsAny(c.Bucket, "/ ") {
-		bad("bucket", "must be a bucket name, not a path")
-	}
-	if c.Endpoint != "" {
-		u, err := url.Parse(c.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("endpoint", "must be an http:// or https:// URL")
-		}
-	}
-	if c.Prefix != "" {
-		if err := backends.ValidateKey(strings.TrimSuffix(c.Prefix, "/")); err != nil {
-			bad("prefix", "must be a relative path of plain segments")
-		}
-	}
+	errs = append(errs, backends.LocationProblems("s3", c.Bucket, c.Endpoint, c.Prefix)...)
 	if c.PartSize < MinPartSize || c.PartSize > maxPartSize {
 		bad("part_size", fmt.Sprintf("must be between %d and %d bytes", MinPartSize, int64(maxPartSize)))
 	}

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by run.sh. Defines start_s3 STATE_DIR, which starts an ephemeral
+# Sourced by run.sh after lib.sh. Defines start_s3 STATE_DIR, which starts an ephemeral
 # S3-compatible server (versitygw, pinned in go.mod beside this file) on a
 # free loopback port with its data under STATE_DIR, and exports what the
 # integration tests read (internal/testenv):
@@ -15,7 +15,7 @@
 
 start_s3() {
 	local state=${1:?usage: start_s3 STATE_DIR}
-	local here version bin exe tmp port pid log attempt i
+	local here version bin exe tmp port pid log attempt
 	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || return 1
 	mkdir -p "$state" || return 1
 	state=$(cd "$state" && pwd) || return 1
@@ -50,18 +50,7 @@ start_s3() {
 	# A port found free can be taken before the server binds it; then the
 	# server exits and another port is tried.
 	for attempt in 1 2 3; do
-		port=
-		for i in $(seq 1 100); do
-			local p=$((20000 + RANDOM % 12000))
-			if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-				port=$p
-				break
-			fi
-		done
-		if [[ -z $port ]]; then
-			echo "start_s3: no free loopback port found" >&2
-			return 1
-		fi
+		port=$(free_port) || return 1 # from lib.sh, sourced first
 
 		# Output goes to a file and stdin is closed: a background server
 		# holding the caller's pipe would hang a $(...) around run.sh.
