@@ -15,6 +15,7 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -573,4 +574,29 @@ func opContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// Unreachable asserts that every operation of b, whose server cannot be
+// reached, fails with backends.ErrUnavailable (the HTTP layer's 503).
+func Unreachable(t *testing.T, b interface {
+	backends.Bucket
+	backends.Checker
+}) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := b.Upload(ctx, "ws/1/f", strings.NewReader("x"), 1, backends.UploadOptions{}); !errors.Is(err, backends.ErrUnavailable) {
+		t.Errorf("Upload = %v, want ErrUnavailable", err)
+	}
+	if _, err := b.Stat(ctx, "ws/1/f"); !errors.Is(err, backends.ErrUnavailable) {
+		t.Errorf("Stat = %v, want ErrUnavailable", err)
+	}
+	if _, err := b.Open(ctx, "ws/1/f"); !errors.Is(err, backends.ErrUnavailable) {
+		t.Errorf("Open = %v, want ErrUnavailable", err)
+	}
+	if err := b.Delete(ctx, "ws/1/f"); !errors.Is(err, backends.ErrUnavailable) {
+		t.Errorf("Delete = %v, want ErrUnavailable", err)
+	}
+	if err := b.Check(ctx); !errors.Is(err, backends.ErrUnavailable) {
+		t.Errorf("Check = %v, want ErrUnavailable", err)
+	}
 }

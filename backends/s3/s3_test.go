@@ -217,22 +217,7 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 		Credentials: credentials.NewStaticCredentialsProvider("a", "s", ""),
 	}
 	b := newBucket(t, cfg)
-	ctx := t.Context()
-	if _, err := b.Upload(ctx, "ws/1/f", strings.NewReader("x"), 1, backends.UploadOptions{}); !errors.Is(err, backends.ErrUnavailable) {
-		t.Errorf("Upload = %v, want ErrUnavailable", err)
-	}
-	if _, err := b.Stat(ctx, "ws/1/f"); !errors.Is(err, backends.ErrUnavailable) {
-		t.Errorf("Stat = %v, want ErrUnavailable", err)
-	}
-	if _, err := b.Open(ctx, "ws/1/f"); !errors.Is(err, backends.ErrUnavailable) {
-		t.Errorf("Open = %v, want ErrUnavailable", err)
-	}
-	if err := b.Delete(ctx, "ws/1/f"); !errors.Is(err, backends.ErrUnavailable) {
-		t.Errorf("Delete = %v, want ErrUnavailable", err)
-	}
-	if err := b.Check(ctx); !errors.Is(err, backends.ErrUnavailable) {
-		t.Errorf("Check = %v, want ErrUnavailable", err)
-	}
+	buckettest.Unreachable(t, b)
 }
 
 func TestConfigProblemsAllReported(t *testing.T) {
