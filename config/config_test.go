@@ -65,7 +65,6 @@ func TestParseBadFiles(t *testing.T) {
 			`log.level: "loud" is not one of`,
 			`metadata.driver: "mysql" is not one of`,
 			"storage.s3.bucket: must be set",
-			"storage.s3.region: must be set",
 			"limits.rate.files.requests: must be greater than zero",
 		}},
 	}

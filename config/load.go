@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aigateway/gateway/backends"
 	"gopkg.in/yaml.v3"
 )
 
@@ -214,18 +215,13 @@ func (c *Config) Validate() error {
 			p.add("storage.fs.dir", "must be set for the fs backend")
 		}
 	case "s3":
-		if c.Storage.S3.Bucket == "" {
-			p.add("storage.s3.bucket", "must be set for the s3 backend")
-		}
-		if c.Storage.S3.Region == "" && c.Storage.S3.Endpoint == "" {
-			p.add("storage.s3.region", "must be set for the s3 backend on AWS (it may be left out with an endpoint)")
-		}
-		p.optionalURL("storage.s3.endpoint", c.Storage.S3.Endpoint)
+		// The location rules are the backends' own, so the file is refused
+		// before start-up for exactly what a backend would refuse. The region
+		// is not checked here: the S3 backend takes it from the SDK's chain
+		// (AWS_REGION, a profile) when the file leaves it out.
+		p.location("storage.s3", c.Storage.S3.Bucket, c.Storage.S3.Endpoint, c.Storage.S3.Prefix)
 	case "gcs":
-		if c.Storage.GCS.Bucket == "" {
-			p.add("storage.gcs.bucket", "must be set for the gcs backend")
-		}
-		p.optionalURL("storage.gcs.endpoint", c.Storage.GCS.Endpoint)
+		p.location("storage.gcs", c.Storage.GCS.Bucket, c.Storage.GCS.Endpoint, c.Storage.GCS.Prefix)
 	}
 
 	for name, pr := range map[string]Provider{"openai": c.Providers.OpenAI, "anthropic": c.Providers.Anthropic} {
@@ -260,6 +256,13 @@ type problems []string
 
 func (p *problems) add(path, format string, args ...any) {
 	*p = append(*p, path+": "+fmt.Sprintf(format, args...))
+}
+
+// location adds the backends' problems with an object store's location.
+func (p *problems) location(section, bucket, endpoint, prefix string) {
+	for _, err := range backends.LocationProblems(section, bucket, endpoint, prefix) {
+		*p = append(*p, err.Error())
+	}
 }
 
 func (p *problems) positive(path string, v int64) {

@@ -1,6 +1,7 @@
-// Package open builds the Bucket a configuration names. It is the one place
+// Package open builds the Bucket a deployment names. It is the one place
 // that imports every concrete storage backend, so the rest of the gateway
-// depends only on the backends.Bucket interface.
+// depends only on the backends.Bucket interface. It takes each backend's own
+// option struct; the wiring fills them from the configuration.
 package open
 
 import (
@@ -11,23 +12,30 @@ import (
 	"github.com/aigateway/gateway/backends/fs"
 	"github.com/aigateway/gateway/backends/gcs"
 	"github.com/aigateway/gateway/backends/s3"
-	"github.com/aigateway/gateway/config"
 	"go.uber.org/zap"
 )
 
-// Bucket opens the storage backend of cfg.Backend.
-func Bucket(ctx context.Context, cfg config.Storage, log *zap.Logger) (backends.Bucket, error) {
-	switch cfg.Backend {
+// Storage names a backend and carries the options of each; only the named
+// backend's options are read.
+type Storage struct {
+	Backend string // fs | s3 | gcs
+	FS      fs.Config
+	S3      s3.Config
+	GCS     gcs.Config
+}
+
+// Bucket opens the storage backend named by o.Backend. Each backend
+// validates its own options (the one place its rules live) and reports
+// problems as *backends.ConfigError naming the field.
+func Bucket(ctx context.Context, o Storage, log *zap.Logger) (backends.Bucket, error) {
+	switch o.Backend {
 	case "fs":
-		return fs.New(fs.Config{Dir: cfg.FS.Dir}, log)
+		return fs.New(o.FS, log)
 	case "s3":
-		return s3.New(ctx, s3.Config{
-			Bucket: cfg.S3.Bucket, Region: cfg.S3.Region, Endpoint: cfg.S3.Endpoint,
-			PathStyle: cfg.S3.PathStyle, Prefix: cfg.S3.Prefix,
-		}, log)
+		return s3.New(ctx, o.S3, log)
 	case "gcs":
-		return gcs.New(ctx, gcs.Config{Bucket: cfg.GCS.Bucket, Endpoint: cfg.GCS.Endpoint, Prefix: cfg.GCS.Prefix}, log)
+		return gcs.New(ctx, o.GCS, log)
 	default:
-		return nil, fmt.Errorf("storage.backend: %q is not supported", cfg.Backend)
+		return nil, fmt.Errorf("backend %q is not supported (want fs, s3 or gcs)", o.Backend)
 	}
 }

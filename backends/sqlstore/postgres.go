@@ -64,6 +64,10 @@ func postgresViolation(err error) violation {
 	return violationNone
 }
 
+// defaultConnectTimeout bounds each dial when the DSN sets no
+// connect_timeout.
+const defaultConnectTimeout = 10 * time.Second
+
 // openPostgres connects through pgx's database/sql driver. database/sql
 // rather than pgxpool keeps one code path for both databases; pgx still
 // caches prepared statements per connection (its default exec mode), so a
@@ -73,6 +77,11 @@ func openPostgres(ctx context.Context, dsn string, log *zap.Logger) (*Store, err
 	if err != nil {
 		// pgx redacts the password in its parse errors.
 		return nil, fmt.Errorf("sqlstore: postgres dsn: %w", err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		// Without one a dial to an unreachable host waits for the kernel's
+		// SYN retries (minutes): start-up should fail fast and say why.
+		cfg.ConnectTimeout = defaultConnectTimeout
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(pgMaxOpenConns)

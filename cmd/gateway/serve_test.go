@@ -14,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // TestServeRefusesBadConfigBeforeListening: every problem is named and no
@@ -69,11 +67,7 @@ func TestServeDrainsOnShutdown(t *testing.T) {
 	cfg.Server.Listen = "127.0.0.1:0"
 	cfg.Server.DrainDelay = 300 * time.Millisecond
 	cfg.Server.ShutdownGrace = 20 * time.Second
-	path := filepath.Join(t.TempDir(), "gateway.yaml")
-	data, _ := yaml.Marshal(cfg)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, cfg)
 	e := env{getenv: testGetenv, stdin: strings.NewReader(""), stderr: io.Discard}
 	var keyOut bytes.Buffer
 	e.stdout = &keyOut

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Black-box tests of the workspace API (POST /api/v1/workspaces and
 // GET /api/v1/workspaces/{id}) through real HTTP against the whole wiring, on

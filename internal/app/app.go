@@ -1,17 +1,19 @@
-package main
+package app
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	iofs "io/fs"
+	"net/http"
 	"time"
 
 	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/backends/byok"
+	"github.com/aigateway/gateway/backends/fs"
+	"github.com/aigateway/gateway/backends/gcs"
 	"github.com/aigateway/gateway/backends/open"
+	"github.com/aigateway/gateway/backends/s3"
 	"github.com/aigateway/gateway/catalog"
 	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/configs"
@@ -29,34 +31,36 @@ import (
 // replica.
 const authCacheTTL = 10 * time.Second
 
-// app is the gateway wired from its configuration.
-type app struct {
+// App is the gateway wired from its configuration: the HTTP surface and
+// the services behind it, on a Runtime it does not own.
+type App struct {
+	rt      *Runtime
 	api     *gateway.API
 	catalog *catalog.Source
 	files   *files.Service
 	closers []func() error // run in reverse order
 }
 
-// buildApp connects everything the configuration names. It fails, naming
-// the dependency, when one cannot be reached or is misconfigured.
-func buildApp(ctx context.Context, cfg config.Config, getenv func(string) string, log *zap.Logger) (a *app, err error) {
-	a = &app{}
-	defer func() {
-		if err != nil {
-			a.close()
-		}
-	}()
+// Build connects everything the configuration names on top of rt. It fails,
+// naming the dependency, when one cannot be reached or is misconfigured, and
+// then closes whatever it had opened.
+func Build(ctx context.Context, rt *Runtime) (*App, error) {
+	a := &App{rt: rt}
+	if err := a.build(ctx); err != nil {
+		_ = a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) build(ctx context.Context) error {
+	cfg, log, st := a.rt.Config, a.rt.Log, a.rt.Store
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	st, err := openStore(ctx, cfg, log)
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, st.Close)
-
+	var err error
 	if a.catalog, err = openCatalog(cfg.Catalog.Path, log, reg); err != nil {
-		return nil, err
+		return err
 	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	a.closers = append(a.closers, func() error { stopWatch(); return nil })
@@ -66,28 +70,28 @@ func buildApp(ctx context.Context, cfg config.Config, getenv func(string) string
 		}
 	}()
 
-	bucket, err := open.Bucket(ctx, cfg.Storage, log)
+	bucket, err := open.Bucket(ctx, StorageOptions(cfg.Storage), log)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("storage: %w", err)
 	}
 	a.closers = append(a.closers, bucket.Close)
 
-	sealer, err := openSealer(cfg, getenv, log)
+	sealer, err := a.rt.sealer()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	providers := map[string]byok.Provider{}
 	for name, pc := range map[string]config.Provider{byok.ProviderOpenAI: cfg.Providers.OpenAI, byok.ProviderAnthropic: cfg.Providers.Anthropic} {
 		p, err := byok.New(name, byok.Options{BaseURL: pc.BaseURL, Timeout: pc.Timeout}, log)
 		if err != nil {
-			return nil, fmt.Errorf("providers.%s: %w", name, err)
+			return fmt.Errorf("providers.%s: %w", name, err)
 		}
 		providers[name] = p
 	}
 
 	limits, ready, err := openLimits(cfg, log, reg, &a.closers)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ready["metadata"] = st.Ping
 	if c, ok := bucket.(backends.Checker); ok {
@@ -123,14 +127,32 @@ func buildApp(ctx context.Context, cfg config.Config, getenv func(string) string
 		TrustedProxies: cfg.Server.TrustedPrefixes(),
 		ReadyChecks:    ready,
 	})
-	return a, nil
+	return nil
 }
 
-func (a *app) close() {
+// Handler is the whole HTTP surface.
+func (a *App) Handler() http.Handler { return a.api.Handler() }
+
+// Catalog is the live model catalog (reloaded on change and by Reload).
+func (a *App) Catalog() *catalog.Source { return a.catalog }
+
+// WaitUploads blocks until every upload begun has been committed or
+// aborted, so a stopping process cleans up before it exits.
+func (a *App) WaitUploads() {
+	if a.files != nil {
+		a.files.Wait()
+	}
+}
+
+// Close releases what Build opened (storage, Redis, the catalog watch), in
+// reverse order. The Runtime stays open: its owner closes it.
+func (a *App) Close() error {
+	var errs []error
 	for i := len(a.closers) - 1; i >= 0; i-- {
-		_ = a.closers[i]()
+		errs = append(errs, a.closers[i]())
 	}
 	a.closers = nil
+	return errors.Join(errs...)
 }
 
 // openCatalog loads the catalog file. The default path falls back to the
@@ -149,7 +171,7 @@ func openCatalog(path string, log *zap.Logger, reg prometheus.Registerer) (*cata
 		reloads.WithLabelValues("ok").Inc()
 	})
 	src, err := catalog.Open(path, log, onReload)
-	if errors.Is(err, fs.ErrNotExist) && path == config.Default().Catalog.Path {
+	if errors.Is(err, iofs.ErrNotExist) && path == config.Default().Catalog.Path {
 		data, rerr := configs.Files.ReadFile("models.yaml")
 		if rerr != nil {
 			return nil, rerr
@@ -162,28 +184,10 @@ func openCatalog(path string, log *zap.Logger, reg prometheus.Registerer) (*cata
 		return catalog.NewStatic(c, log, onReload), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", path, err)
+		return nil, err // it names the file
 	}
 	log.Info("catalog loaded", zap.String("path", path), zap.Int("models", src.Current().Len()))
 	return src, nil
-}
-
-// openSealer loads the key that seals BYOK provider keys at rest. On the
-// embedded default a key is generated once beside the SQLite database;
-// replicas sharing PostgreSQL must all be given the same key.
-func openSealer(cfg config.Config, getenv func(string) string, log *zap.Logger) (*byok.Sealer, error) {
-	dataDir := ""
-	if cfg.Metadata.Driver == "sqlite" {
-		dataDir = filepath.Dir(cfg.Metadata.DSN)
-		if err := os.MkdirAll(dataDir, 0o750); err != nil {
-			return nil, fmt.Errorf("data directory: %w", err)
-		}
-	}
-	key, err := byok.LoadKey(getenv, dataDir, log)
-	if err != nil {
-		return nil, err
-	}
-	return byok.NewSealer(key)
 }
 
 // catalogModels answers the workspace service's question "is this a model
@@ -193,4 +197,18 @@ type catalogModels struct{ src *catalog.Source }
 func (c catalogModels) ModelExists(id string) bool {
 	_, ok := c.src.Current().LookupID(id)
 	return ok
+}
+
+// StorageOptions turns the storage section of the configuration into the
+// backends' own options.
+func StorageOptions(c config.Storage) open.Storage {
+	return open.Storage{
+		Backend: c.Backend,
+		FS:      fs.Config{Dir: c.FS.Dir},
+		S3: s3.Config{
+			Bucket: c.S3.Bucket, Region: c.S3.Region, Endpoint: c.S3.Endpoint,
+			PathStyle: c.S3.PathStyle, Prefix: c.S3.Prefix,
+		},
+		GCS: gcs.Config{Bucket: c.GCS.Bucket, Endpoint: c.GCS.Endpoint, Prefix: c.GCS.Prefix},
+	}
 }

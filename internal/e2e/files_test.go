@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Black-box tests of POST /api/v1/files through real HTTP, against the
 // gateway wired by buildApp exactly as in production: the answer and its
@@ -51,6 +51,7 @@ import (
 	"github.com/aigateway/gateway/backends/sqlstore"
 	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/internal/app"
 	"github.com/aigateway/gateway/internal/testenv"
 )
 
@@ -204,21 +205,13 @@ type fileInspector struct {
 }
 
 // openFileInspector opens the storage and database cfg names. The database
-// must already be migrated (a gateway or a CLI command has opened it). A
-// backend that backends/open does not know yet is skipped locally and fails
-// under CI, like a missing server.
+// must already be migrated (a gateway or a CLI command has opened it).
 func openFileInspector(t *testing.T, cfg config.Config) *fileInspector {
 	t.Helper()
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	bucket, err := open.Bucket(ctx, cfg.Storage, log)
+	bucket, err := open.Bucket(ctx, app.StorageOptions(cfg.Storage), log)
 	if err != nil {
-		if strings.Contains(err.Error(), "not supported") {
-			if testenv.InCI() {
-				t.Fatalf("storage backend %q is not wired into backends/open: %v", cfg.Storage.Backend, err)
-			}
-			t.Skipf("storage backend %q is not wired into backends/open yet: %v", cfg.Storage.Backend, err)
-		}
 		t.Fatalf("open bucket: %v", err)
 	}
 	t.Cleanup(func() { _ = bucket.Close() })

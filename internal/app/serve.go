@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -14,29 +14,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// serve runs the gateway until ctx ends (SIGINT/SIGTERM), then drains:
-// /readyz fails, the drain delay passes so load balancers notice, the
-// listener closes and in-flight requests get the grace period to finish.
-// Requests still running after it are cancelled; their uploads clean up
-// before the process exits.
-func serve(ctx context.Context, args []string, e env) error {
-	fs, path := newFlags("serve")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(*path, e.getenv)
-	if err != nil {
-		return err // before anything listens
-	}
-	log, flush := newLogger(cfg.Log, e.stderr)
-	defer flush()
-
-	a, err := buildApp(ctx, cfg, e.getenv, log)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-
+// Serve listens on the configured address and serves until ctx ends
+// (SIGINT/SIGTERM), then drains: /readyz fails, the drain delay passes so
+// load balancers notice, the listener closes and in-flight requests get the
+// grace period to finish. Requests still running after it are cancelled;
+// their uploads clean up before Serve returns. listening, when not nil, is
+// told the address once the socket is open.
+func (a *App) Serve(ctx context.Context, listening func(addr string)) error {
+	cfg, log := a.rt.Config, a.rt.Log
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
@@ -44,15 +29,15 @@ func serve(ctx context.Context, args []string, e env) error {
 	baseCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           a.api.Handler(),
+		Handler:           a.Handler(),
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 		IdleTimeout:       cfg.Server.IdleTimeout,
 		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
-	if e.listening != nil {
-		e.listening(ln.Addr().String())
+	if listening != nil {
+		listening(ln.Addr().String())
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -90,7 +75,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	}
 	// Cancelled uploads remove what they wrote; wait for that, bounded.
 	done := make(chan struct{})
-	go func() { a.files.Wait(); close(done) }()
+	go func() { a.WaitUploads(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Black-box tests of the model catalog API (GET /api/v1/model/{author}/{slug}
 // and GET /api/v1/models) through the whole gateway: real HTTP, the real
@@ -1016,7 +1016,7 @@ func TestModelHotReload(t *testing.T) {
 	refused := reloadsRefused(t, g)
 	writeInPlace(t, path, broken)
 	pollUntil(t, "the broken file to be refused", func() bool { return reloadsRefused(t, g) > refused })
-	wantBrokenRefused(t, g.app.catalog.Reload())
+	wantBrokenRefused(t, g.app.Catalog().Reload())
 	if s := g.lookupStatus(t, key, "testco/inplace"); s != 200 {
 		t.Errorf("last good catalog not served after a broken file: testco/inplace = %d", s)
 	}
@@ -1045,7 +1045,7 @@ func TestModelReloadOnDemand(t *testing.T) {
 	key := g.newKey(t, "alice")
 
 	writeAtomically(t, path, withNewcomer(base, "sighup"))
-	if err := g.app.catalog.Reload(); err != nil {
+	if err := g.app.Catalog().Reload(); err != nil {
 		t.Fatalf("Reload: %v", err)
 	}
 	if s := g.lookupStatus(t, key, "testco/sighup"); s != 200 {
@@ -1054,7 +1054,7 @@ func TestModelReloadOnDemand(t *testing.T) {
 
 	renamed := renamedAlpha(t, withNewcomer(base, "sighup"), "Testco: Alpha Prime")
 	writeAtomically(t, path, renamed)
-	if err := g.app.catalog.Reload(); err != nil {
+	if err := g.app.Catalog().Reload(); err != nil {
 		t.Fatalf("Reload: %v", err)
 	}
 	_, body := g.lookup(t, key, "testco/alpha-classic:nitro", nil)
@@ -1067,7 +1067,7 @@ func TestModelReloadOnDemand(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeAtomically(t, path, broken)
-	wantBrokenRefused(t, g.app.catalog.Reload())
+	wantBrokenRefused(t, g.app.Catalog().Reload())
 	if s := g.lookupStatus(t, key, "testco/sighup"); s != 200 {
 		t.Errorf("last good catalog not served after a refused Reload: %d", s)
 	}
@@ -1076,7 +1076,7 @@ func TestModelReloadOnDemand(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.app.catalog.Reload(); err == nil {
+	if err := g.app.Catalog().Reload(); err == nil {
 		t.Errorf("Reload of a missing file succeeded")
 	}
 	if s := g.lookupStatus(t, key, "testco/sighup"); s != 200 {
@@ -1104,7 +1104,7 @@ func TestModelConcurrentReloads(t *testing.T) {
 	known := make([][]versionAnswer, len(versions))
 	for v, data := range versions {
 		writeAtomically(t, path, data)
-		if err := g.app.catalog.Reload(); err != nil {
+		if err := g.app.Catalog().Reload(); err != nil {
 			t.Fatalf("Reload version %d: %v", v, err)
 		}
 		for _, p := range paths {
@@ -1187,7 +1187,7 @@ func TestModelConcurrentReloads(t *testing.T) {
 		v := round % 2
 		before := seen[v].Load()
 		writeAtomically(t, path, versions[v])
-		if err := g.app.catalog.Reload(); err != nil {
+		if err := g.app.Catalog().Reload(); err != nil {
 			t.Errorf("Reload round %d: %v", round, err)
 			break
 		}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Fleet tests: real gateway processes (this package built once into a
 // binary) on loopback, sharing one Redis and one SQLite metadata file, the
@@ -8,7 +8,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -32,8 +31,9 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/config"
+	"github.com/aigateway/gateway/internal/app"
 	"github.com/aigateway/gateway/internal/testenv"
-	"go.uber.org/zap"
+	"github.com/aigateway/gateway/policy"
 	"gopkg.in/yaml.v3"
 )
 
@@ -369,7 +369,7 @@ func testFleetRedisSlow(t *testing.T, bin, redisURL string) {
 // (logs discarded) served in-process, the limit huge so nothing is denied.
 // Take a profile with
 //
-//	go test -run '^$' -bench LookupLimits -cpuprofile cpu.out ./cmd/gateway
+//	go test -run '^$' -bench LookupLimits -cpuprofile cpu.out ./internal/e2e
 //	go tool pprof -top -cum cpu.out
 func BenchmarkLookupLimits(b *testing.B) {
 	redisURL := testenv.RedisURL(b)
@@ -386,12 +386,10 @@ func BenchmarkLookupLimits(b *testing.B) {
 				cfg.Limits.Rate.Default = huge
 			}
 			key := fleetKey(b, writeFleetConfig(b, cfg), "bench")
-			a, err := buildApp(context.Background(), cfg, testGetenv, zap.NewNop())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer a.close()
-			h := a.api.Handler()
+			rt, a := buildApp(b, cfg, io.Discard)
+			defer rt.Close()
+			defer a.Close()
+			h := a.Handler()
 			b.ReportAllocs()
 			b.SetParallelism(32) // many requests in flight, as behind a load balancer
 			b.RunParallel(func(pb *testing.PB) {
@@ -427,7 +425,7 @@ func buildGatewayBinary(t *testing.T) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool, append(args, ".")...)
+	cmd := exec.CommandContext(ctx, goTool, append(args, "github.com/aigateway/gateway/cmd/gateway")...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
@@ -490,17 +488,24 @@ func uniqueKeyPrefix() string {
 	return "fleet-" + hex.EncodeToString(b[:]) + ":"
 }
 
-// fleetKey creates a key in the shared store with `gateway keys create`.
+// fleetKey creates a key in the fleet's shared store, through the runtime
+// `gateway keys create` opens on the same configuration file.
 func fleetKey(t testing.TB, cfgPath, user string) string {
 	t.Helper()
-	var out bytes.Buffer
-	err := runWith(context.Background(), []string{"keys", "create", "--config", cfgPath, "--name", "fleet", "--user", user},
-		env{getenv: testGetenv, stdin: strings.NewReader(""), stdout: &out, stderr: io.Discard})
+	cfg, err := app.LoadConfig(cfgPath, testGetenv)
 	if err != nil {
-		t.Fatalf("keys create: %v", err)
+		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	return lines[len(lines)-1]
+	rt, err := app.Open(context.Background(), cfg, app.Env{Getenv: testGetenv, Logs: io.Discard})
+	if err != nil {
+		t.Fatalf("open runtime: %v", err)
+	}
+	defer rt.Close()
+	token, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: "fleet", User: user, Role: policy.RoleStandard})
+	if err != nil {
+		t.Fatalf("create key: %v", err)
+	}
+	return token
 }
 
 // gatewayProc is one `gateway serve` process.

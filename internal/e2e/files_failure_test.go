@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Failure injection for uploads: a client that goes away at 10, 50 and 99 %
 // of its body, a storage server killed mid-stream, and a gateway shut down
@@ -25,8 +25,6 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -34,7 +32,9 @@ import (
 	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/backends/byok/byoktest"
 	"github.com/aigateway/gateway/config"
+	"github.com/aigateway/gateway/internal/app"
 	"github.com/aigateway/gateway/internal/testenv"
+	"github.com/aigateway/gateway/policy"
 )
 
 // fileS3PartBytes is the S3 backend's default part size: bodies larger than it
@@ -295,20 +295,13 @@ func TestUploadServerShutdownMidUpload(t *testing.T) {
 			cfg.Server.Listen = "127.0.0.1:0"
 			cfg.Server.DrainDelay = 0
 			cfg.Server.ShutdownGrace = 300 * time.Millisecond
-			path := filepath.Join(t.TempDir(), "gateway.yaml")
-			data, err := yaml.Marshal(cfg)
+			rt, a := buildApp(t, cfg, io.Discard)
+			defer rt.Close()
+			defer a.Close()
+			key, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: "t", User: "alice", Role: policy.RoleStandard})
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("create key: %v", err)
 			}
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			e0 := env{getenv: testGetenv, stdin: strings.NewReader(""), stdout: &out, stderr: io.Discard}
-			if err := runWith(context.Background(), []string{"keys", "create", "--config", path, "--name", "t", "--user", "alice"}, e0); err != nil {
-				t.Fatalf("keys create: %v", err)
-			}
-			key, _ := fileParseKeyOutput(t, out.String())
 			in := openFileInspector(t, cfg)
 			in.openDB(t, cfg)
 			e := &fileEnv{fileInspector: in}
@@ -318,9 +311,7 @@ func TestUploadServerShutdownMidUpload(t *testing.T) {
 			defer stop()
 			addrc := make(chan string, 1)
 			served := make(chan error, 1)
-			e1 := env{getenv: testGetenv, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
-				listening: func(a string) { addrc <- a }}
-			go func() { served <- runWith(ctx, []string{"serve", "--config", path}, e1) }()
+			go func() { served <- a.Serve(ctx, func(addr string) { addrc <- addr }) }()
 			var addr string
 			select {
 			case addr = <-addrc:

@@ -1,10 +1,10 @@
-package main
+package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,21 +14,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aigateway/gateway/backends/byok"
 	"github.com/aigateway/gateway/config"
+	"github.com/aigateway/gateway/internal/app"
 	"github.com/aigateway/gateway/internal/testenv"
+	"github.com/aigateway/gateway/policy"
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"gopkg.in/yaml.v3"
 )
 
-// testGateway is a whole gateway, wired by buildApp exactly as `serve` wires
-// it, behind an httptest server.
+// testGateway is a whole gateway, wired by internal/app exactly as `serve`
+// wires it, behind an httptest server.
 type testGateway struct {
 	URL        string
 	ConfigPath string
 	Config     config.Config
-	app        *app
+	rt         *app.Runtime
+	app        *app.App
 	srv        *httptest.Server
 }
 
@@ -111,18 +114,32 @@ func startGateway(t *testing.T, cfg config.Config) *testGateway {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	a, err := buildApp(context.Background(), cfg, testGetenv, log)
-	if err != nil {
-		t.Fatalf("buildApp: %v", err)
-	}
-	srv := httptest.NewServer(a.api.Handler())
+	rt, a := buildApp(t, cfg, zaptest.NewTestingWriter(t))
+	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(func() {
 		srv.Close()
-		a.files.Wait()
-		a.close()
+		a.WaitUploads()
+		_ = a.Close()
+		_ = rt.Close()
 	})
-	return &testGateway{URL: srv.URL, ConfigPath: path, Config: cfg, app: a, srv: srv}
+	return &testGateway{URL: srv.URL, ConfigPath: path, Config: cfg, rt: rt, app: a, srv: srv}
+}
+
+// buildApp opens the runtime and builds the gateway on cfg as `serve` does;
+// logs at warn level and above go to logs.
+func buildApp(t testing.TB, cfg config.Config, logs io.Writer) (*app.Runtime, *app.App) {
+	t.Helper()
+	cfg.Log.Level = "warn"
+	rt, err := app.Open(context.Background(), cfg, app.Env{Getenv: testGetenv, Logs: logs})
+	if err != nil {
+		t.Fatalf("app.Open: %v", err)
+	}
+	a, err := app.Build(context.Background(), rt)
+	if err != nil {
+		_ = rt.Close()
+		t.Fatalf("app.Build: %v", err)
+	}
+	return rt, a
 }
 
 // testSealingKey is a fixed BYOK sealing key for tests (32 zero bytes would
@@ -136,14 +153,50 @@ func testGetenv(name string) string {
 	return ""
 }
 
-// cli runs a gateway command in-process against the test gateway's config
-// and returns its stdout.
+// cli runs `gateway keys create` or `gateway byok set` against the test
+// gateway's runtime, with the flags the suites use, and returns what the
+// command prints. The commands' own flag parsing is tested in cmd/gateway.
 func (g *testGateway) cli(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
-	args = append(args, "--config", g.ConfigPath)
-	err := runWith(context.Background(), args, env{getenv: testGetenv, stdin: strings.NewReader(stdin), stdout: &out, stderr: io.Discard})
-	return out.String(), err
+	ctx := context.Background()
+	flags := map[string]string{}
+	var cmd []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--management":
+			flags[a] = "true"
+		case strings.HasPrefix(a, "--") && i+1 < len(args):
+			flags[a] = args[i+1]
+			i++
+		default:
+			cmd = append(cmd, a)
+		}
+	}
+	switch strings.Join(cmd, " ") {
+	case "keys create":
+		req := app.KeyRequest{Name: flags["--name"], User: flags["--user"], Role: policy.RoleStandard, Workspace: flags["--workspace"]}
+		if flags["--management"] != "" {
+			req.Role = policy.RoleManagement
+		}
+		if m := flags["--models"]; m != "" {
+			req.Models = strings.Split(m, ",")
+		}
+		token, key, err := g.rt.CreateKey(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		out := fmt.Sprintf("key id: %s\nrole: %s\nuser: %s\n", key.ID, key.Role, key.UserID)
+		if key.WorkspaceID != "" {
+			out += "workspace: " + key.WorkspaceID + "\n"
+		}
+		return out + token + "\n", nil
+	case "byok set":
+		err := g.rt.SetProviderKey(ctx, flags["--workspace"], flags["--provider"], byok.NewSecret(strings.TrimSpace(stdin)))
+		return "", err
+	default:
+		t.Fatalf("cli: unsupported command %q", args)
+		return "", nil
+	}
 }
 
 // newKey creates a key with `gateway keys create` and returns its secret.

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aigateway/gateway/backends/byok"
+	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/internal/app"
+	"github.com/aigateway/gateway/policy"
+)
+
+// newFlags makes a flag set whose errors are returned, not printed.
+func newFlags(name string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	path := fs.String("config", configs.DefaultConfigPath, "configuration file")
+	return fs, path
+}
+
+// openRuntime loads the configuration at path and opens the runtime every command
+// works on. Configuration errors are returned before anything is opened.
+func openRuntime(ctx context.Context, path string, e env) (*app.Runtime, error) {
+	cfg, err := app.LoadConfig(path, e.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return app.Open(ctx, cfg, app.Env{Getenv: e.getenv, Logs: e.stderr})
+}
+
+// serve runs the gateway until ctx ends, then drains (see app.App.Serve).
+func serve(ctx context.Context, args []string, e env) error {
+	fs, path := newFlags("serve")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rt, err := openRuntime(ctx, *path, e)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	a, err := app.Build(ctx, rt)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return a.Serve(ctx, e.listening)
+}
+
+func migrate(ctx context.Context, args []string, e env) error {
+	fs, path := newFlags("migrate")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rt, err := openRuntime(ctx, *path, e) // opening the store applies the migrations
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "migrations applied")
+	return rt.Close()
+}
+
+// keysCreate makes a key and prints its secret as the last line of stdout;
+// the secret is shown this once and only its hash is stored.
+func keysCreate(ctx context.Context, args []string, e env) error {
+	fs, path := newFlags("keys create")
+	name := fs.String("name", "", "a label for the key")
+	user := fs.String("user", "", "the id of the user the key belongs to")
+	management := fs.Bool("management", false, "make a management key (workspaces)")
+	ws := fs.String("workspace", "", "workspace id or slug of a standard key (default: the user's default workspace)")
+	models := fs.String("models", "", "comma-separated model ids the key may look up (default: all)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var problems []string
+	if strings.TrimSpace(*name) == "" || len(*name) > 100 {
+		problems = append(problems, "--name is required (1 to 100 characters)")
+	}
+	if !validUserID(*user) {
+		problems = append(problems, "--user is required (1 to 128 characters of letters, digits, '-', '_', '.', '@')")
+	}
+	if *management && *ws != "" {
+		problems = append(problems, "--workspace applies to standard keys only")
+	}
+	allow, err := parseModels(*models)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	req := app.KeyRequest{Name: *name, User: *user, Role: policy.RoleStandard, Workspace: *ws, Models: allow}
+	if *management {
+		req.Role = policy.RoleManagement
+	}
+
+	rt, err := openRuntime(ctx, *path, e)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	token, key, err := rt.CreateKey(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "key id: %s\nrole: %s\nuser: %s\n", key.ID, key.Role, key.UserID)
+	if key.WorkspaceID != "" {
+		fmt.Fprintf(e.stdout, "workspace: %s\n", key.WorkspaceID)
+	}
+	fmt.Fprintln(e.stdout, token)
+	return nil
+}
+
+// byokSet stores a workspace's own key for a provider, sealed with the BYOK
+// encryption key; the plaintext comes from stdin so it never sits in shell
+// history or the process list.
+func byokSet(ctx context.Context, args []string, e env) error {
+	fs, path := newFlags("byok set")
+	wsID := fs.String("workspace", "", "workspace id (UUID)")
+	provider := fs.String("provider", "", "openai or anthropic")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *provider != byok.ProviderOpenAI && *provider != byok.ProviderAnthropic {
+		return errors.New("--provider must be openai or anthropic")
+	}
+	line, err := bufio.NewReader(io.LimitReader(e.stdin, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read key from stdin: %w", err)
+	}
+	secret := byok.NewSecret(strings.TrimSpace(line))
+	if secret.Reveal() == "" {
+		return errors.New("no key on stdin")
+	}
+	rt, err := openRuntime(ctx, *path, e)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	err = rt.SetProviderKey(ctx, *wsID, *provider, secret)
+	if errors.Is(err, app.ErrBadWorkspaceID) {
+		return errors.New("--workspace must be a workspace UUID")
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "stored the %s key of workspace %s\n", *provider, *wsID)
+	return nil
+}
+
+func validUserID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-_.@", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// parseModels splits --models; empty means no allowlist (nil).
+func parseModels(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, m := range strings.Split(s, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" || !strings.Contains(m, "/") {
+			return nil, fmt.Errorf("--models: %q is not a model id (author/slug)", m)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

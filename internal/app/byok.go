@@ -1,0 +1,65 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aigateway/gateway/backends/byok"
+	"github.com/aigateway/gateway/workspace"
+	"github.com/google/uuid"
+)
+
+// ErrBadWorkspaceID: a workspace was named by something other than a UUID.
+var ErrBadWorkspaceID = errors.New("workspace must be a workspace UUID")
+
+// SetProviderKey stores workspaceID's own key for provider, sealed with the
+// BYOK encryption key. It replaces a key stored before.
+func (rt *Runtime) SetProviderKey(ctx context.Context, workspaceID, provider string, secret byok.Secret) error {
+	id, err := uuid.Parse(workspaceID)
+	if err != nil {
+		return ErrBadWorkspaceID
+	}
+	if provider != byok.ProviderOpenAI && provider != byok.ProviderAnthropic {
+		return fmt.Errorf("%w %q", byok.ErrUnknownProvider, provider)
+	}
+	if secret.Reveal() == "" {
+		return byok.ErrInvalidKey
+	}
+	sealer, err := rt.sealer()
+	if err != nil {
+		return err
+	}
+	sealed, err := sealer.Seal(id.String(), provider, secret)
+	if err != nil {
+		return err
+	}
+	err = rt.Store.PutProviderKey(ctx, id.String(), provider, sealed)
+	switch {
+	case errors.Is(err, workspace.ErrNotFound):
+		return fmt.Errorf("workspace %s does not exist", id)
+	case err != nil:
+		return fmt.Errorf("store key: %w", err)
+	}
+	return nil
+}
+
+// sealer loads the key that seals BYOK provider keys at rest. On the
+// embedded default a key is generated once beside the SQLite database;
+// replicas sharing PostgreSQL must all be given the same key.
+func (rt *Runtime) sealer() (*byok.Sealer, error) {
+	dataDir := ""
+	if rt.Config.Metadata.Driver == "sqlite" {
+		dataDir = filepath.Dir(rt.Config.Metadata.DSN)
+		if err := os.MkdirAll(dataDir, 0o750); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+	}
+	key, err := byok.LoadKey(rt.getenv, dataDir, rt.Log)
+	if err != nil {
+		return nil, err
+	}
+	return byok.NewSealer(key)
+}
