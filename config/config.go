@@ -40,6 +40,15 @@ type Server struct {
 	// when finding the client address.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
+	// BodyReadTimeout bounds how long a request body may take to arrive;
+	// for uploads, how long one may stay idle.
+	BodyReadTimeout time.Duration `yaml:"body_read_timeout"`
+	// MaxConnections caps the connections open at once (keep it well below
+	// the process's file descriptor limit); 0 means no cap.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerClient caps the connections one peer address may
+	// hold open; trusted proxies are exempt. 0 means no cap.
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
 }
 
 // Log configures the zap logger.
@@ -189,6 +198,11 @@ func Default() Config {
 			IdleTimeout:       120 * time.Second,
 			ShutdownGrace:     30 * time.Second,
 			MaxHeaderBytes:    64 << 10,
+			BodyReadTimeout:   30 * time.Second,
+			// Below the usual descriptor limits (the container sets its
+			// own), with room for storage, database and Redis connections.
+			MaxConnections:          8192,
+			MaxConnectionsPerClient: 256,
 		},
 		Log:      Log{Level: "info", Format: "json"},
 		Metadata: Metadata{Driver: "sqlite", DSN: "./data/gateway.db"},

@@ -164,6 +164,9 @@ func (c *Config) Validate() error {
 	}
 	p.positive("server.read_header_timeout", int64(c.Server.ReadHeaderTimeout))
 	p.positive("server.idle_timeout", int64(c.Server.IdleTimeout))
+	p.positive("server.body_read_timeout", int64(c.Server.BodyReadTimeout))
+	p.nonNegative("server.max_connections", int64(c.Server.MaxConnections))
+	p.nonNegative("server.max_connections_per_client", int64(c.Server.MaxConnectionsPerClient))
 	p.nonNegative("server.shutdown_grace", int64(c.Server.ShutdownGrace))
 	p.nonNegative("server.drain_delay", int64(c.Server.DrainDelay))
 	for i, cidr := range c.Server.TrustedProxies {

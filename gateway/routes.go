@@ -4,11 +4,13 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/netip"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/aigateway/gateway/policy"
 	"github.com/go-chi/chi/v5"
@@ -37,6 +39,9 @@ type Options struct {
 	ReadyChecks map[string]ReadyCheck
 	// DisableAccessLog turns the per-request log line off (benchmarks).
 	DisableAccessLog bool
+	// BodyReadTimeout bounds how long a request body may take to arrive
+	// (uploads: how long it may stay idle). Zero means DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 }
 
 // API is the gateway's HTTP surface.
@@ -52,8 +57,10 @@ type API struct {
 	trusted    []netip.Prefix
 	ready      map[string]ReadyCheck
 	accessLog  bool
-	ids        *requestIDs
-	draining   atomic.Bool
+	// bodyTimeout is the read deadline of request bodies (guardBody).
+	bodyTimeout time.Duration
+	ids         *requestIDs
+	draining    atomic.Bool
 }
 
 // New builds the API from its dependencies.
@@ -63,18 +70,19 @@ func New(o Options) *API {
 		reg = prometheus.NewRegistry()
 	}
 	return &API{
-		log:        o.Log,
-		auth:       o.Auth,
-		catalog:    o.Catalog,
-		workspaces: o.Workspaces,
-		files:      o.Files,
-		limits:     o.Limits,
-		metrics:    newHTTPMetrics(reg),
-		registry:   reg,
-		trusted:    o.TrustedProxies,
-		ready:      o.ReadyChecks,
-		accessLog:  !o.DisableAccessLog,
-		ids:        newRequestIDs(),
+		log:         o.Log,
+		auth:        o.Auth,
+		catalog:     o.Catalog,
+		workspaces:  o.Workspaces,
+		files:       o.Files,
+		limits:      o.Limits,
+		metrics:     newHTTPMetrics(reg),
+		registry:    reg,
+		trusted:     o.TrustedProxies,
+		ready:       o.ReadyChecks,
+		accessLog:   !o.DisableAccessLog,
+		bodyTimeout: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout),
+		ids:         newRequestIDs(),
 	}
 }
 
@@ -89,6 +97,7 @@ func (a *API) StartDraining() { a.draining.Store(true) }
 func (a *API) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(a.observe)
+	r.Use(a.guardBody)
 	r.NotFound(a.adapt(a.notFound))
 	r.MethodNotAllowed(a.adapt(func(http.ResponseWriter, *http.Request) error { return errMethodNotAllowed }))
 
@@ -113,6 +122,10 @@ func (a *API) Handler() http.Handler {
 	})
 	return r
 }
+
+// DefaultBodyReadTimeout is the read deadline of a request body when the
+// configuration sets none: ample for a JSON body on any link.
+const DefaultBodyReadTimeout = 30 * time.Second
 
 // apiPrefix is the base path of the API; links in responses use it too.
 const apiPrefix = "/api/v1"

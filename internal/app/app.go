@@ -34,11 +34,12 @@ const authCacheTTL = 10 * time.Second
 // App is the gateway wired from its configuration: the HTTP surface and
 // the services behind it, on a Runtime it does not own.
 type App struct {
-	rt      *Runtime
-	api     *gateway.API
-	catalog *catalog.Source
-	files   *files.Service
-	closers []func() error // run in reverse order
+	rt       *Runtime
+	api      *gateway.API
+	catalog  *catalog.Source
+	files    *files.Service
+	registry *prometheus.Registry
+	closers  []func() error // run in reverse order
 }
 
 // Build connects everything the configuration names on top of rt. It fails,
@@ -56,6 +57,7 @@ func Build(ctx context.Context, rt *Runtime) (*App, error) {
 func (a *App) build(ctx context.Context) error {
 	cfg, log, st := a.rt.Config, a.rt.Log, a.rt.Store
 	reg := prometheus.NewRegistry()
+	a.registry = reg
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	var err error
@@ -117,15 +119,16 @@ func (a *App) build(ctx context.Context) error {
 	})
 
 	a.api = gateway.New(gateway.Options{
-		Log:            log,
-		Auth:           policy.NewAuthenticator(st, authCacheTTL),
-		Catalog:        a.catalog,
-		Workspaces:     workspaces,
-		Files:          a.files,
-		Limits:         limits.requests,
-		Registry:       reg,
-		TrustedProxies: cfg.Server.TrustedPrefixes(),
-		ReadyChecks:    ready,
+		Log:             log,
+		Auth:            policy.NewAuthenticator(st, authCacheTTL),
+		Catalog:         a.catalog,
+		Workspaces:      workspaces,
+		Files:           a.files,
+		Limits:          limits.requests,
+		Registry:        reg,
+		TrustedProxies:  cfg.Server.TrustedPrefixes(),
+		ReadyChecks:     ready,
+		BodyReadTimeout: cfg.Server.BodyReadTimeout,
 	})
 	return nil
 }

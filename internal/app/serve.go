@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aigateway/gateway/gateway"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"go.uber.org/zap"
 )
 
@@ -26,6 +29,14 @@ func (a *App) Serve(ctx context.Context, listening func(addr string)) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
+	refused := promauto.With(a.registry).NewCounterVec(prometheus.CounterOpts{
+		Name: "gateway_connections_refused_total",
+		Help: "Connections answered 503 and closed for being over a connection cap, by cap (max, per_client).",
+	}, []string{"cap"})
+	ln = gateway.LimitListener(ln, gateway.ConnLimits{
+		Max: cfg.Server.MaxConnections, PerClient: cfg.Server.MaxConnectionsPerClient,
+		Exempt: cfg.Server.TrustedPrefixes(), OnRefuse: func(c string) { refused.WithLabelValues(c).Inc() },
+	})
 	baseCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
 	srv := &http.Server{

@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// guardBody protects the connection of every request that carries a body.
+//
+// A chunked request is answered with Connection: close. net/http accepts a
+// request with both Content-Length and Transfer-Encoding: chunked as chunked
+// and drops Content-Length before a handler can see it; behind a proxy that
+// frames by Content-Length, bytes after the chunked terminator could be
+// served as a second, smuggled request. RFC 9112 §6.1 allows processing such
+// a message only if the connection is closed after it, and since the two
+// cases cannot be told apart here, every chunked request closes its
+// connection (uploads mostly; one new connection per upload costs little).
+//
+// It also gives every request that carries a body a read deadline, on
+// every route and before authentication: without one, a client that
+// declares a body and never sends it holds its connection (and a file
+// descriptor) forever, since ReadHeaderTimeout ends with the headers. The
+// deadline is cleared once the body has been read to its end, so a handler
+// that works longer than it after reading (a slow store) is not cancelled
+// by it. Upload handlers move it forward as bytes arrive (bodyClock.extend).
+func (a *API) guardBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
+		clock := &bodyClock{rc: http.NewResponseController(w)}
+		clock.set(time.Now().Add(a.bodyTimeout))
+		r.Body = &clockedBody{ReadCloser: r.Body, clock: clock}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyClockKey{}, clock)))
+	})
+}
+
+type bodyClockKey struct{}
+
+// bodyClockFrom returns the request's body clock, or nil for a request
+// without a body.
+func bodyClockFrom(ctx context.Context) *bodyClock {
+	c, _ := ctx.Value(bodyClockKey{}).(*bodyClock)
+	return c
+}
+
+// bodyClock is the read deadline of one request's body.
+type bodyClock struct {
+	rc       *http.ResponseController
+	mu       sync.Mutex
+	done     bool
+	extended time.Time
+}
+
+func (c *bodyClock) set(deadline time.Time) {
+	// An error means the writer cannot take deadlines (a test recorder);
+	// there is no connection to protect then.
+	_ = c.rc.SetReadDeadline(deadline)
+}
+
+// extend moves the deadline to idle from now, at most once a second, so it
+// measures idleness rather than the length of the transfer. After the body
+// has ended it does nothing.
+func (c *bodyClock) extend(idle time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.done || now.Sub(c.extended) < time.Second {
+		return
+	}
+	c.extended = now
+	c.set(now.Add(idle))
+}
+
+// stop clears the deadline for good: the body has been read.
+func (c *bodyClock) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.done = true
+		c.set(time.Time{})
+	}
+}
+
+// clockedBody stops the clock when the body reaches its end.
+type clockedBody struct {
+	io.ReadCloser
+	clock *bodyClock
+}
+
+func (b *clockedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.clock.stop()
+	}
+	return n, err
+}
