@@ -311,6 +311,10 @@ func wantModelEnvelope(t *testing.T, what string, resp *http.Response, body []by
 // exact id, own variant entry, variant listed on the base, variant not
 // offered, slug aliases (with variants), tilde aliases from the latest map
 // and as entries of their own, percent-encoded path values.
+// TestModelLookupResolution checks that lookups reach the catalog's
+// resolution through the HTTP edge: path segments decoded once (encoded
+// colons and tildes), one case of each kind of name, and the wire shape of
+// what comes back. Every resolution rule is tested in catalog (TestResolve).
 func TestModelLookupResolution(t *testing.T) {
 	g := startCatalogGateway(t, modelTestCatalog)
 	key := g.newKey(t, "alice")
@@ -339,20 +343,12 @@ func TestModelLookupResolution(t *testing.T) {
 		{name: "own :free entry, colon encoded in lower case", path: "openai/gpt-4%3afree", status: 200, sameAs: "openai/gpt-4:free", id: "openai/gpt-4:free", details: gpt4Details, prompt: "0", context: "4096"},
 
 		{name: "variant listed on the base", path: "testco/alpha:nitro", status: 200, id: "testco/alpha:nitro", details: alphaDetails, prompt: "0.0000030", context: "200000"},
-		{name: "second variant listed on the base", path: "testco/alpha:floor", status: 200, id: "testco/alpha:floor", details: alphaDetails, prompt: "0.0000030", context: "200000"},
 		{name: "listed variant, colon encoded", path: "testco/alpha%3Anitro", status: 200, sameAs: "testco/alpha:nitro", id: "testco/alpha:nitro", details: alphaDetails, prompt: "0.0000030", context: "200000"},
-		{name: "listed variant beside an own variant entry", path: "openai/gpt-4:nitro", status: 200, id: "openai/gpt-4:nitro", details: gpt4Details, prompt: "0.00003", context: "8191"},
 
 		{name: "variant not offered", path: "testco/alpha:free", status: 404},
-		{name: "variant of a model without variants", path: "testco/plain:nitro", status: 404},
-		{name: "variant offered by another model only", path: "openai/gpt-4:floor", status: 404},
-		{name: "empty variant", path: "testco/alpha:", status: 404},
-		{name: "variant on a tilde alias", path: "~openai/gpt-latest:nitro", status: 404},
 
 		{name: "slug alias", path: "testco/alpha-20260101", status: 200, sameAs: "testco/alpha", id: "testco/alpha", details: alphaDetails, prompt: "0.0000030", context: "200000"},
-		{name: "second slug alias", path: "testco/alpha-classic", status: 200, sameAs: "testco/alpha", id: "testco/alpha", details: alphaDetails, prompt: "0.0000030", context: "200000"},
 		{name: "slug alias with a listed variant", path: "testco/alpha-classic:nitro", status: 200, sameAs: "testco/alpha:nitro", id: "testco/alpha:nitro", details: alphaDetails, prompt: "0.0000030", context: "200000"},
-		{name: "slug alias with a variant not offered", path: "testco/alpha-classic:free", status: 404},
 
 		{name: "tilde alias of the latest map", path: "~openai/gpt-latest", status: 200, id: "openai/gpt-4", details: gpt4Details, prompt: "0.00003", context: "8191",
 			alias: &target{"openai/gpt-4", "OpenAI: GPT-4"}},
@@ -369,10 +365,6 @@ func TestModelLookupResolution(t *testing.T) {
 		{name: "every character encoded", path: "%74%65%73%74%63%6F/%61%6C%70%68%61", status: 200, sameAs: "testco/alpha", id: "testco/alpha", details: alphaDetails, prompt: "0.0000030", context: "200000"},
 
 		{name: "unknown slug", path: "testco/nothing", status: 404},
-		{name: "unknown author", path: "nobody/alpha", status: 404},
-		{name: "unknown tilde alias", path: "~testco/nothing-latest", status: 404},
-		{name: "tilde alias without its tilde", path: "openai/gpt-latest", status: 404},
-		{name: "alias target name is not an alias", path: "testco/Testco: Alpha", status: 404},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
