@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aigateway/gateway/backends/byok"
+	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/google/uuid"
 )
@@ -26,7 +27,7 @@ func byokSet(ctx context.Context, args []string, e env) error {
 	if _, err := uuid.Parse(*wsID); err != nil {
 		return errors.New("--workspace must be a workspace UUID")
 	}
-	if *provider != byok.ProviderOpenAI && *provider != byok.ProviderAnthropic {
+	if !files.IsProvider(*provider) {
 		return errors.New("--provider must be openai or anthropic")
 	}
 	line, err := bufio.NewReader(io.LimitReader(e.stdin, 4096)).ReadString('\n')
