@@ -95,6 +95,9 @@ func NewService(cfg Config, d Deps) *Service {
 	if cfg.ReservationTTL <= 0 {
 		cfg.ReservationTTL = time.Hour
 	}
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
 	return &Service{
 		cfg: cfg, store: d.Store, keys: d.Keys, bucket: d.Bucket, opener: d.Opener,
 		workspaces: d.Workspaces, admission: d.Admission, log: d.Log, now: time.Now,
