@@ -491,3 +491,18 @@ func TestPartFilenameKeepsWhatFileNameDrops(t *testing.T) {
 		})
 	}
 }
+
+func TestUploadOfADepartedClientAnswersNothing(t *testing.T) {
+	h, ff := newFilesAPI(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	ff.up.writeErr = context.Canceled
+	req := uploadRequest(strings.NewReader(form(filePart("a.txt", "x")))).WithContext(ctx)
+	cancel()
+	rec := serve(h, req)
+	if rec.Body.Len() != 0 {
+		t.Fatalf("answered %q to a client that went away", rec.Body)
+	}
+	if ff.up.aborts != 1 || ff.up.commits != 0 {
+		t.Errorf("%d aborts, %d commits", ff.up.aborts, ff.up.commits)
+	}
+}
