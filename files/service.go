@@ -284,11 +284,11 @@ func (u *upload) Write(ctx context.Context, filename string, body io.Reader) err
 	u.rec = Record{ID: id, WorkspaceID: u.workspace, KeyID: u.keyID, Filename: filename, MimeType: tr.MimeType(), CreatedAt: now}
 
 	if u.provider != nil {
-		id, err := u.provider.Upload(ctx, ProviderFile{Name: filename, ContentType: tr.MimeType(), Body: sum})
+		providerID, err := u.provider.Upload(ctx, ProviderFile{Name: filename, ContentType: tr.MimeType(), Body: sum})
 		if err != nil {
 			return providerError(err)
 		}
-		u.rec.ID, u.rec.Backend, u.rec.ObjectKey = id, u.name, id
+		u.rec.ID, u.rec.Backend, u.rec.ObjectKey = providerID, u.name, providerID
 	} else {
 		key := "ws/" + u.workspace + "/" + id
 		if _, err := u.s.bucket.Upload(ctx, key, sum, -1, backends.UploadOptions{ContentType: tr.MimeType()}); err != nil {
