@@ -3,8 +3,6 @@ package files
 import (
 	"errors"
 	"fmt"
-	"mime"
-	"net/textproto"
 	"strings"
 	"unicode/utf8"
 )
@@ -89,9 +87,9 @@ func (e *FilenameError) Metadata() map[string]any {
 // "invoiceexe.pdf" wherever the name is shown again. No legitimate name needs
 // them: plain right-to-left text is ordered by the characters themselves.
 //
-// name must be the raw value the client sent (see PartFilename), not
-// multipart.Part.FileName(), which keeps only the last path element: that
-// would silently drop the folders and turn "a/../b" into "b". The name is
+// name must be the raw value the client sent, folders included, not a
+// multipart reader's idea of a file name that keeps only the last path
+// element: that would silently drop the folders and turn "a/../b" into "b". The name is
 // metadata only; storage keys are never derived from it, so Windows device
 // names and trailing dots or spaces need no rule here. It is not normalised:
 // the name is kept as sent.
@@ -133,26 +131,4 @@ func ValidateFilename(name string) error {
 		pos += utf8.RuneCountInString(seg) + 1
 	}
 	return nil
-}
-
-// PartFilename returns the raw filename of a multipart part from its
-// Content-Disposition header, folders included, without validating it (pass
-// it to ValidateFilename). Use it rather than multipart.Part.FileName(), which
-// applies filepath.Base (RFC 7578 §4.2 tells receivers to drop paths; we keep
-// them, checked, because the spec allows folders).
-//
-// The value is mime.ParseMediaType's: an RFC 5987 filename* in UTF-8 wins
-// over a plain filename, and its percent-escapes are decoded (so it may hold
-// control characters or invalid UTF-8, which ValidateFilename refuses).
-// Browsers escape `"`, CR and LF in a plain filename as %22, %0D and %0A; that
-// is not undone, since "%22" is an ordinary filename too.
-//
-// Errors: a *FilenameError with RuleMissing when the header is absent,
-// malformed, or has no (or an empty) filename.
-func PartFilename(h textproto.MIMEHeader) (string, error) {
-	_, params, err := mime.ParseMediaType(h.Get("Content-Disposition"))
-	if err != nil || params["filename"] == "" {
-		return "", &FilenameError{Rule: RuleMissing}
-	}
-	return params["filename"], nil
 }

@@ -1,11 +1,7 @@
 package files
 
 import (
-	"bytes"
 	"errors"
-	"io"
-	"mime/multipart"
-	"net/textproto"
 	"strings"
 	"testing"
 )
@@ -120,83 +116,5 @@ func TestFilenameErrorText(t *testing.T) {
 		if text == "" {
 			t.Errorf("rule %q has no text", rule)
 		}
-	}
-}
-
-func TestPartFilename(t *testing.T) {
-	tests := []struct {
-		name        string
-		disposition string // "" leaves the header out
-		want        string
-		wantErr     bool
-	}{
-		{"plain", `form-data; name="file"; filename="a.txt"`, "a.txt", false},
-		{"folders are kept", `form-data; name="file"; filename="docs/2026/a.txt"`, "docs/2026/a.txt", false},
-		{"traversal is returned as sent", `form-data; name="file"; filename="../../etc/passwd"`, "../../etc/passwd", false},
-		{"unquoted", `form-data; name=file; filename=a.txt`, "a.txt", false},
-		{"escaped quote", `form-data; name="file"; filename="say \"hi\".txt"`, `say "hi".txt`, false},
-		{"browser-escaped quote stays escaped", `form-data; name="file"; filename="say %22hi%22.txt"`, "say %22hi%22.txt", false},
-		{"raw UTF-8", "form-data; name=\"file\"; filename=\"r\u00e9sum\u00e9.pdf\"", "résumé.pdf", false},
-		{"RFC 5987 filename* wins", `form-data; name="file"; filename="fallback.txt"; filename*=UTF-8''%E2%82%AC%20rates.txt`, "€ rates.txt", false},
-		{"filename* may decode to a control character", `form-data; name="file"; filename*=UTF-8''a%00b.txt`, "a\x00b.txt", false},
-		{"missing header", "", "", true},
-		{"no filename", `form-data; name="file"`, "", true},
-		{"empty filename", `form-data; name="file"; filename=""`, "", true},
-		{"conflicting duplicates", `form-data; name="file"; filename="a"; filename="b"`, "", true},
-		{"malformed", `form-data; filename="unterminated`, "", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := textproto.MIMEHeader{}
-			if tt.disposition != "" {
-				h.Set("Content-Disposition", tt.disposition)
-			}
-			got, err := PartFilename(h)
-			if tt.wantErr {
-				var fe *FilenameError
-				if !errors.As(err, &fe) || fe.Rule != RuleMissing || !errors.Is(err, ErrInvalidFilename) {
-					t.Fatalf("PartFilename = %q, %v; want a %s error", got, err, RuleMissing)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Fatalf("PartFilename = %q, %v; want %q", got, err, tt.want)
-			}
-		})
-	}
-}
-
-// TestPartFilenameKeepsWhatFileNameDrops shows why the raw value is needed:
-// multipart.Part.FileName() keeps only the last path element, so folders
-// vanish and a traversal attempt turns into an innocent-looking name.
-func TestPartFilenameKeepsWhatFileNameDrops(t *testing.T) {
-	for _, sent := range []string{"docs/2026/a.txt", "../../etc/passwd", "a/"} {
-		t.Run(sent, func(t *testing.T) {
-			var body bytes.Buffer
-			mw := multipart.NewWriter(&body)
-			h := textproto.MIMEHeader{}
-			h.Set("Content-Disposition", `form-data; name="file"; filename="`+sent+`"`)
-			w, err := mw.CreatePart(h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.WriteString(w, "hello")
-			mw.Close()
-
-			part, err := multipart.NewReader(&body, mw.Boundary()).NextPart()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if base := part.FileName(); base == sent {
-				t.Fatalf("Part.FileName() = %q kept the path; the premise of PartFilename is gone", base)
-			}
-			raw, err := PartFilename(part.Header)
-			if err != nil || raw != sent {
-				t.Fatalf("PartFilename = %q, %v; want %q", raw, err, sent)
-			}
-			if verr := ValidateFilename(raw); (verr == nil) != (sent == "docs/2026/a.txt") {
-				t.Fatalf("ValidateFilename(%q) = %v", raw, verr)
-			}
-		})
 	}
 }

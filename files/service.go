@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/backends"
-	"github.com/aigateway/gateway/backends/byok"
+	"github.com/aigateway/gateway/files/sniff"
 	"github.com/aigateway/gateway/policy"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/google/uuid"
@@ -70,8 +70,7 @@ type Service struct {
 	store      Store
 	keys       ProviderKeys
 	bucket     backends.Bucket
-	providers  map[string]byok.Provider
-	sealer     *byok.Sealer
+	opener     Opener
 	workspaces Workspaces
 	admission  Admission
 	log        *zap.Logger
@@ -79,15 +78,13 @@ type Service struct {
 	inflight   sync.WaitGroup
 }
 
-// Deps are the collaborators of a Service. Providers, Sealer and Admission
-// may be nil: BYOK uploads then fail with ErrUnknownProvider, and no shared
-// limits apply.
+// Deps are the collaborators of a Service. Opener and Admission may be nil:
+// BYOK uploads then fail with ErrUnknownProvider, and no shared limits apply.
 type Deps struct {
 	Store      Store
 	Keys       ProviderKeys
 	Bucket     backends.Bucket
-	Providers  map[string]byok.Provider
-	Sealer     *byok.Sealer
+	Opener     Opener
 	Workspaces Workspaces
 	Admission  Admission
 	Log        *zap.Logger
@@ -98,9 +95,12 @@ func NewService(cfg Config, d Deps) *Service {
 	if cfg.ReservationTTL <= 0 {
 		cfg.ReservationTTL = time.Hour
 	}
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
 	return &Service{
-		cfg: cfg, store: d.Store, keys: d.Keys, bucket: d.Bucket, providers: d.Providers,
-		sealer: d.Sealer, workspaces: d.Workspaces, admission: d.Admission, log: d.Log, now: time.Now,
+		cfg: cfg, store: d.Store, keys: d.Keys, bucket: d.Bucket, opener: d.Opener,
+		workspaces: d.Workspaces, admission: d.Admission, log: d.Log, now: time.Now,
 	}
 }
 
@@ -117,7 +117,7 @@ type Params struct {
 	// WorkspaceID is the workspace_id query parameter; empty means the
 	// key's workspace (or its user's default one for a management key).
 	WorkspaceID string
-	// Provider is "" for native storage, or a BYOK provider name.
+	// Provider is "" for native storage, or one of Providers.
 	Provider string
 	// Declared is the most bytes the request can carry (its Content-Length),
 	// or -1 when unknown. It sizes the quota reservation and byte budget.
@@ -126,13 +126,36 @@ type Params struct {
 
 // Upload is one upload in progress: Begin, then Write once, then Commit or
 // Abort. Abort is safe to call at any point and after Commit (then it does
-// nothing), so callers defer it.
-type Upload struct {
+// nothing), so callers defer it. An Upload is used by one goroutine.
+type Upload interface {
+	// Write streams the file to its destination, checking its name, type
+	// and size on the way. It may be called once.
+	//
+	// Errors: *FilenameError (ErrInvalidFilename); sniff.ErrEmptyFile and
+	// *sniff.TypeError (sniff.ErrUnsupportedType) for the content;
+	// *TooLargeError (ErrTooLarge) past the limit, wherever in the stream;
+	// body's own error, wrapped (a cut-off body, a departed client);
+	// ErrStorageUnavailable, ErrProvider or ErrProviderTimeout wrapping the
+	// destination's failure.
+	Write(ctx context.Context, filename string, body io.Reader) error
+	// Commit records the file, making it visible, and settles the quota and
+	// limits. ErrNoFile when Write stored nothing. On any error the stored
+	// bytes are removed by the Abort the caller deferred.
+	Commit(ctx context.Context) (Record, error)
+	// Abort undoes whatever the upload did: the stored object or provider
+	// file is deleted, the reservation released, the shared limits settled
+	// with 0 bytes. It runs on a context detached from ctx's cancellation (a
+	// departed client must not stop the cleanup) but bounded in time.
+	Abort(ctx context.Context)
+}
+
+// upload is the Upload of a Service.
+type upload struct {
 	s         *Service
 	workspace string
 	keyID     string
-	provider  byok.Provider
-	secret    byok.Secret
+	provider  Provider // nil for native storage
+	name      string   // the provider's name
 	res       *Reservation
 	release   func(int64)
 
@@ -143,24 +166,30 @@ type Upload struct {
 }
 
 // Begin resolves the workspace and the destination, and takes the quota
-// reservation and the shared limits, before any byte is read.
-func (s *Service) Begin(ctx context.Context, p Params) (u *Upload, err error) {
+// reservation and the shared limits, before any byte is read. On error
+// nothing is held.
+//
+// Errors: ErrInvalidWorkspaceID, ErrWorkspaceForbidden; ErrUnknownProvider,
+// ErrNoProviderKey; the Admission's denial; ErrQuotaExceeded; the store's
+// and the workspace service's failures.
+func (s *Service) Begin(ctx context.Context, p Params) (_ Upload, err error) {
 	ws, err := s.resolveWorkspace(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	u = &Upload{s: s, workspace: ws, keyID: p.Key.ID}
+	u := &upload{s: s, workspace: ws, keyID: p.Key.ID}
 	s.inflight.Add(1)
 	defer func() {
 		if err != nil {
-			u.Abort(context.WithoutCancel(ctx))
+			u.Abort(ctx)
 		}
 	}()
 
 	if p.Provider != "" {
-		if u.provider, u.secret, err = s.providerKey(ctx, ws, p.Provider); err != nil {
-			return u, err
+		if u.provider, err = s.openProvider(ctx, ws, p.Provider); err != nil {
+			return nil, err
 		}
+		u.name = p.Provider
 	}
 	declared := p.Declared
 	if declared < 0 || declared > s.cfg.MaxFileBytes {
@@ -168,14 +197,14 @@ func (s *Service) Begin(ctx context.Context, p Params) (u *Upload, err error) {
 	}
 	if s.admission != nil {
 		if u.release, err = s.admission.Admit(ctx, p.Key.ID, ws, declared); err != nil {
-			return u, err
+			return nil, err
 		}
 	}
 	// Files sent to a BYOK provider count too: the quota bounds what the
 	// gateway keeps records of for the workspace, wherever the bytes are.
 	res, err := s.store.Reserve(ctx, ws, declared, s.cfg.WorkspaceQuota, s.cfg.ReservationTTL)
 	if err != nil {
-		return u, err
+		return nil, err
 	}
 	u.res = &res
 	return u, nil
@@ -219,25 +248,24 @@ func (s *Service) resolveWorkspace(ctx context.Context, p Params) (string, error
 	return w.ID, err
 }
 
-func (s *Service) providerKey(ctx context.Context, ws, name string) (byok.Provider, byok.Secret, error) {
-	prov, ok := s.providers[name]
-	if !ok || s.sealer == nil {
-		return nil, byok.Secret{}, ErrUnknownProvider
+// openProvider returns the client of provider name bound to the key
+// workspace ws stored for it.
+func (s *Service) openProvider(ctx context.Context, ws, name string) (Provider, error) {
+	if !IsProvider(name) || s.opener == nil {
+		return nil, ErrUnknownProvider
 	}
 	sealed, err := s.keys.ProviderKey(ctx, ws, name)
 	if err != nil {
-		return nil, byok.Secret{}, err
+		return nil, err
 	}
-	secret, err := s.sealer.Open(ws, name, sealed)
+	prov, err := s.opener.Open(ws, name, sealed)
 	if err != nil {
-		return nil, byok.Secret{}, fmt.Errorf("open stored %s key of workspace %s: %w", name, ws, err)
+		return nil, fmt.Errorf("open stored %s key of workspace %s: %w", name, ws, err)
 	}
-	return prov, secret, nil
+	return prov, nil
 }
 
-// Write streams the file to its destination, checking its name, type and
-// size on the way. It may be called once.
-func (u *Upload) Write(ctx context.Context, filename string, body io.Reader) error {
+func (u *upload) Write(ctx context.Context, filename string, body io.Reader) error {
 	if u.written || u.done {
 		return errors.New("files: Write called twice")
 	}
@@ -245,8 +273,8 @@ func (u *Upload) Write(ctx context.Context, filename string, body io.Reader) err
 	if err := ValidateFilename(filename); err != nil {
 		return err
 	}
-	limited := &limitReader{r: body, left: u.s.cfg.MaxFileBytes}
-	tr, err := NewTypeReader(limited, filename)
+	limited := &limitReader{r: body, left: u.s.cfg.MaxFileBytes, limit: u.s.cfg.MaxFileBytes}
+	tr, err := sniff.NewReader(limited, filename)
 	if err != nil {
 		return err
 	}
@@ -256,11 +284,11 @@ func (u *Upload) Write(ctx context.Context, filename string, body io.Reader) err
 	u.rec = Record{ID: id, WorkspaceID: u.workspace, KeyID: u.keyID, Filename: filename, MimeType: tr.MimeType(), CreatedAt: now}
 
 	if u.provider != nil {
-		up, err := u.provider.Upload(ctx, u.secret, byok.File{Name: filename, ContentType: tr.MimeType(), Body: sum})
+		providerID, err := u.provider.Upload(ctx, ProviderFile{Name: filename, ContentType: tr.MimeType(), Body: sum})
 		if err != nil {
 			return providerError(err)
 		}
-		u.rec.ID, u.rec.Backend, u.rec.ObjectKey = up.ID, u.provider.Name(), up.ID
+		u.rec.ID, u.rec.Backend, u.rec.ObjectKey = providerID, u.name, providerID
 	} else {
 		key := "ws/" + u.workspace + "/" + id
 		if _, err := u.s.bucket.Upload(ctx, key, sum, -1, backends.UploadOptions{ContentType: tr.MimeType()}); err != nil {
@@ -273,12 +301,10 @@ func (u *Upload) Write(ctx context.Context, filename string, body io.Reader) err
 	return nil
 }
 
-// Stored reports whether Write placed bytes at the destination.
-func (u *Upload) stored() bool { return u.rec.ObjectKey != "" }
+// stored reports whether Write placed bytes at the destination.
+func (u *upload) stored() bool { return u.rec.ObjectKey != "" }
 
-// Commit records the file, making it visible, and settles the quota and
-// limits. If the record cannot be written the stored bytes are removed.
-func (u *Upload) Commit(ctx context.Context) (Record, error) {
+func (u *upload) Commit(ctx context.Context) (Record, error) {
 	if !u.stored() {
 		return Record{}, ErrNoFile
 	}
@@ -293,14 +319,8 @@ func (u *Upload) Commit(ctx context.Context) (Record, error) {
 	return u.rec, nil
 }
 
-// Abort undoes whatever the upload did: the stored object or provider file
-// is deleted, the reservation released. It runs on a context detached from
-// the request's (a cancelled client must not stop the cleanup) but bounded.
-func (u *Upload) Abort(ctx context.Context) {
-	if u == nil || u.done {
-		return
-	}
-	if u.committed {
+func (u *upload) Abort(ctx context.Context) {
+	if u.done || u.committed {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -308,7 +328,7 @@ func (u *Upload) Abort(ctx context.Context) {
 	if u.stored() {
 		var err error
 		if u.provider != nil {
-			err = u.provider.Delete(ctx, u.secret, u.rec.ObjectKey)
+			err = u.provider.Delete(ctx, u.rec.ObjectKey)
 		} else {
 			err = u.s.bucket.Delete(ctx, u.rec.ObjectKey)
 		}
@@ -329,7 +349,7 @@ func (u *Upload) Abort(ctx context.Context) {
 }
 
 // finish settles the shared limits once and ends the upload's tracking.
-func (u *Upload) finish(_ context.Context, actual int64) {
+func (u *upload) finish(_ context.Context, actual int64) {
 	if u.done {
 		return
 	}
@@ -340,14 +360,20 @@ func (u *Upload) finish(_ context.Context, actual int64) {
 	u.s.inflight.Done()
 }
 
+// clientFault reports whether err is the client's file or connection rather
+// than the destination's failure.
+func clientFault(err error) bool {
+	return errors.Is(err, ErrTooLarge) || errors.Is(err, sniff.ErrUnsupportedType) ||
+		errors.Is(err, sniff.ErrEmptyFile) || errors.Is(err, context.Canceled)
+}
+
 // providerError classifies a BYOK provider failure, keeping the provider's
 // details (request id) reachable for the error envelope.
 func providerError(err error) error {
-	var tooLarge *TooLargeError
 	switch {
-	case errors.As(err, &tooLarge), errors.Is(err, ErrUnsupportedType), errors.Is(err, ErrEmptyFile), errors.Is(err, context.Canceled):
-		return err // the client's file or connection, not the provider
-	case errors.Is(err, byok.ErrProviderTimeout), errors.Is(err, context.DeadlineExceeded):
+	case clientFault(err), errors.Is(err, ErrProviderTimeout), errors.Is(err, ErrProvider):
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %w", ErrProviderTimeout, err)
 	default:
 		return fmt.Errorf("%w: %w", ErrProvider, err)
@@ -356,9 +382,8 @@ func providerError(err error) error {
 
 // storageError classifies a native storage failure.
 func storageError(err error) error {
-	var tooLarge *TooLargeError
 	switch {
-	case errors.As(err, &tooLarge), errors.Is(err, ErrUnsupportedType), errors.Is(err, ErrEmptyFile), errors.Is(err, context.Canceled):
+	case clientFault(err):
 		return err
 	case errors.Is(err, backends.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %w", ErrStorageUnavailable, err)
@@ -387,18 +412,15 @@ func (e *TooLargeError) Metadata() map[string]any {
 	return map[string]any{"fields": map[string]any{"file": "larger than the maximum file size"}, "max_file_bytes": e.Limit}
 }
 
-// limitReader fails with *TooLargeError as soon as more than left bytes
+// limitReader fails with *TooLargeError as soon as more than limit bytes
 // arrive, wherever in the stream that happens.
 type limitReader struct {
 	r     io.Reader
-	left  int64
+	left  int64 // starts at limit
 	limit int64
 }
 
 func (l *limitReader) Read(p []byte) (int, error) {
-	if l.limit == 0 {
-		l.limit = l.left
-	}
 	if l.left < 0 {
 		return 0, &TooLargeError{Limit: l.limit}
 	}

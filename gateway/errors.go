@@ -3,10 +3,13 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/files/sniff"
 	"github.com/aigateway/gateway/policy"
 	"github.com/aigateway/gateway/workspace"
 	"go.uber.org/zap"
@@ -75,8 +78,8 @@ var errorTable = []errorKind{
 	{files.ErrUnknownProvider, http.StatusBadRequest, msgBadRequest},
 	{files.ErrNoProviderKey, http.StatusBadRequest, msgBadRequest},
 	{files.ErrInvalidFilename, http.StatusBadRequest, msgBadRequest},
-	{files.ErrUnsupportedType, http.StatusBadRequest, msgBadRequest},
-	{files.ErrEmptyFile, http.StatusBadRequest, msgBadRequest},
+	{sniff.ErrUnsupportedType, http.StatusBadRequest, msgBadRequest},
+	{sniff.ErrEmptyFile, http.StatusBadRequest, msgBadRequest},
 	{files.ErrWorkspaceForbidden, http.StatusForbidden, msgWorkspaceForbidden},
 	{files.ErrQuotaExceeded, http.StatusForbidden, msgQuotaExceeded},
 	{files.ErrTooLarge, http.StatusRequestEntityTooLarge, msgTooLarge},
@@ -111,10 +114,6 @@ type envelopeError struct {
 
 // classify finds the status and client message for err.
 func classify(err error) (status int, message string) {
-	var maxErr *http.MaxBytesError
-	if errors.As(err, &maxErr) {
-		return http.StatusRequestEntityTooLarge, msgTooLarge
-	}
 	for _, k := range errorTable {
 		if errors.Is(err, k.target) {
 			return k.status, k.message
@@ -169,12 +168,54 @@ var errUnavailable = errors.New("service unavailable")
 // {"fields": {name: problem}} shape as the workspace validation errors.
 type requestError struct {
 	meta map[string]any
+	// cause is what went wrong underneath, for the log only: it is not
+	// unwrapped, so no row of the error table can match it instead.
+	cause error
 }
 
 func badRequest(fields map[string]any) error {
 	return &requestError{meta: map[string]any{"fields": fields}}
 }
 
-func (e *requestError) Error() string            { return "bad request" }
+func (e *requestError) Error() string {
+	if e.cause != nil {
+		return "bad request: " + e.cause.Error()
+	}
+	return "bad request"
+}
+
 func (e *requestError) Unwrap() error            { return errBadRequest }
 func (e *requestError) Metadata() map[string]any { return e.meta }
+
+// bodyReader reads a request body up to limit bytes and turns the failures
+// of reading it into answers of the error table: past the limit errTooLarge
+// (413; net/http then closes the connection rather than read the rest), any
+// other failure of the client's connection a 400 saying the body could not
+// be read. It is the one place that knows *http.MaxBytesError. It remembers
+// the first failure, so a caller whose parser wrapped or replaced it can
+// still tell why the body ended.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func newBodyReader(w http.ResponseWriter, r *http.Request, limit int64) *bodyReader {
+	return &bodyReader{r: http.MaxBytesReader(w, r.Body, limit)}
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.r.Read(p)
+	if err == nil || err == io.EOF {
+		return n, err
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		b.err = fmt.Errorf("%w: %w", errTooLarge, err)
+	} else {
+		b.err = &requestError{meta: map[string]any{"fields": map[string]any{"body": "could not be read"}}, cause: err}
+	}
+	return n, b.err
+}

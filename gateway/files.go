@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // FileService is what the upload route needs.
 type FileService interface {
 	MaxFileBytes() int64
-	Begin(ctx context.Context, p files.Params) (*files.Upload, error)
+	Begin(ctx context.Context, p files.Params) (files.Upload, error)
 }
 
 // Multipart limits beyond the file itself: what the other form fields, the
@@ -49,7 +50,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	provider := q.Get("provider")
-	if provider != "" && provider != "openai" && provider != "anthropic" {
+	if provider != "" && !files.IsProvider(provider) {
 		return badRequest(map[string]any{"provider": "must be openai or anthropic"})
 	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -58,8 +59,8 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	}
 	// multipart.Reader reads 4 KiB at a time; a larger buffer under it cuts
 	// the read syscalls of a 100 MiB upload about sixteenfold.
-	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, limit), uploadReadBuffer)
-	mr := multipart.NewReader(body, params["boundary"])
+	body := newBodyReader(w, r, limit)
+	mr := multipart.NewReader(bufio.NewReaderSize(body, uploadReadBuffer), params["boundary"])
 
 	up, err := a.files.Begin(r.Context(), files.Params{
 		Key:         keyFrom(r.Context()),
@@ -81,7 +82,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 			break
 		}
 		if err != nil {
-			return multipartError(err)
+			return malformed(body, err)
 		}
 		if parts >= maxParts {
 			return badRequest(map[string]any{"body": "too many form parts"})
@@ -89,11 +90,12 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 		if headerBytes(part) > maxPartHeaderBytes {
 			return badRequest(map[string]any{"body": "form part headers too long"})
 		}
+		pr := &partReader{p: part, idle: idle}
 		if part.FormName() != "file" {
-			n, err := io.Copy(io.Discard, io.LimitReader(&partReader{p: part, idle: idle}, maxFieldBytes-fieldBytes+1))
+			n, err := io.Copy(io.Discard, io.LimitReader(pr, maxFieldBytes-fieldBytes+1))
 			fieldBytes += n
 			if err != nil {
-				return multipartError(err)
+				return malformed(body, err)
 			}
 			if fieldBytes > maxFieldBytes {
 				return badRequest(map[string]any{"body": "form fields other than file are too large"})
@@ -104,12 +106,17 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 			return badRequest(map[string]any{"file": "only one file part is allowed"})
 		}
 		seenFile = true
-		filename, err := files.PartFilename(part.Header)
+		filename, err := partFilename(part.Header)
 		if err != nil {
 			return err
 		}
-		if err := up.Write(r.Context(), filename, &partReader{p: part, idle: idle}); err != nil {
-			return multipartError(err)
+		if err := up.Write(r.Context(), filename, pr); err != nil {
+			if pr.err != nil {
+				// The body failed under the upload: that, not what the
+				// destination made of it, is the answer.
+				return malformed(body, pr.err)
+			}
+			return err
 		}
 	}
 	if !seenFile {
@@ -123,23 +130,44 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// multipartError turns a failure of reading the body into its answer: the
-// size limits keep their 413, a client that went away its cancellation,
-// anything else the body's fault.
-func multipartError(err error) error {
-	var maxErr *http.MaxBytesError
-	switch {
-	case errors.As(err, &maxErr), errors.Is(err, files.ErrTooLarge):
-		return err
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	case errors.Is(err, io.ErrUnexpectedEOF), strings.Contains(err.Error(), "multipart"):
-		// mime/multipart reports malformed bodies only as text; these are the
-		// client's bytes, so a 400 says so without echoing them.
-		return badRequest(map[string]any{"body": "malformed multipart body"})
-	default:
-		return err
+// malformed is the answer to err, met while parsing the multipart body:
+// the client's connection's own failure when reading it failed (413 past
+// the size limit), else the bytes were malformed (400).
+//
+// The failure is told apart by where it came from, not by its type:
+// mime/multipart reports some malformed bodies as *textproto.ProtocolError,
+// multipart.ErrMessageTooLarge or io.ErrUnexpectedEOF, but others ("expecting
+// a new Part", "unexpected line") only as text. Whatever it says, when the
+// connection delivered every byte it was asked for the fault is in the
+// bytes, and the answer never echoes them.
+func malformed(body *bodyReader, err error) error {
+	if body.err != nil {
+		return body.err
 	}
+	return &requestError{meta: map[string]any{"fields": map[string]any{"body": "malformed multipart body"}}, cause: err}
+}
+
+// partFilename returns the raw filename of a multipart part from its
+// Content-Disposition header, folders included, without validating it (pass
+// it to files.ValidateFilename). Use it rather than
+// multipart.Part.FileName(), which applies filepath.Base (RFC 7578 §4.2
+// tells receivers to drop paths; we keep them, checked, because the spec
+// allows folders).
+//
+// The value is mime.ParseMediaType's: an RFC 5987 filename* in UTF-8 wins
+// over a plain filename, and its percent-escapes are decoded (so it may hold
+// control characters or invalid UTF-8, which files.ValidateFilename
+// refuses). Browsers escape `"`, CR and LF in a plain filename as %22, %0D
+// and %0A; that is not undone, since "%22" is an ordinary filename too.
+//
+// Errors: a *files.FilenameError with files.RuleMissing when the header is
+// absent, malformed, or has no (or an empty) filename.
+func partFilename(h textproto.MIMEHeader) (string, error) {
+	_, params, err := mime.ParseMediaType(h.Get("Content-Disposition"))
+	if err != nil || params["filename"] == "" {
+		return "", &files.FilenameError{Rule: files.RuleMissing}
+	}
+	return params["filename"], nil
 }
 
 func headerBytes(p *multipart.Part) int {
@@ -153,15 +181,22 @@ func headerBytes(p *multipart.Part) int {
 }
 
 // partReader reads a part and pushes the connection's read deadline forward
-// as bytes arrive.
+// as bytes arrive. It remembers the part's first failure, so a caller whose
+// consumer (a storage SDK, a provider client) wrapped or replaced the error
+// still knows the body failed.
 type partReader struct {
 	p    *multipart.Part
 	idle *idleDeadline
+	err  error
 }
 
 func (r *partReader) Read(b []byte) (int, error) {
 	r.idle.extend()
-	return r.p.Read(b)
+	n, err := r.p.Read(b)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }
 
 // idleDeadline moves the connection's read deadline at most once a second,

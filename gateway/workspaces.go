@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -36,13 +35,9 @@ func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if len(idemKey) > maxIdempotencyKey || !printableASCII(idemKey) {
 		return badRequest(map[string]any{"idempotency_key": "must be 1 to 255 printable ASCII characters"})
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	body, err := io.ReadAll(newBodyReader(w, r, maxJSONBody))
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
-		}
-		return badRequest(map[string]any{"body": "could not be read"})
+		return err
 	}
 	req, err := a.workspaces.ParseCreate(body)
 	if err != nil {

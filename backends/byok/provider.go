@@ -2,11 +2,13 @@
 // own provider key ("bring your own key"), and keeps those keys sealed at
 // rest.
 //
-// Three pieces: Secret, a key type that never prints; Sealer and LoadKey,
-// which encrypt keys for the metadata store; and Provider, implemented by
-// OpenAI and Anthropic, which streams a file to the provider without
-// buffering it. The package knows nothing about HTTP routing or the store:
-// the gateway unseals the workspace's key and calls Upload.
+// Four pieces: Secret, a key type that never prints; Sealer and LoadKey,
+// which encrypt keys for the metadata store; Provider, implemented by OpenAI
+// and Anthropic, which streams a file to the provider without buffering it;
+// and Keyring, the adapter the upload service sees (files.Opener): it unseals
+// a workspace's key and binds it to a Provider, so the plaintext key never
+// leaves this package. The package knows nothing about HTTP routing or the
+// store.
 package byok
 
 import (
@@ -16,18 +18,15 @@ import (
 	"io"
 	"time"
 
+	"github.com/aigateway/gateway/files"
 	"go.uber.org/zap"
 )
 
-// Provider names, as used in the `provider` query parameter, in config and
-// in the metadata store.
+// Provider names: files.Providers is the one list.
 const (
-	ProviderOpenAI    = "openai"
-	ProviderAnthropic = "anthropic"
+	ProviderOpenAI    = files.ProviderOpenAI
+	ProviderAnthropic = files.ProviderAnthropic
 )
-
-// Names lists the supported providers.
-func Names() []string { return []string{ProviderAnthropic, ProviderOpenAI} }
 
 // Errors of providers. The HTTP layer maps ErrProvider to 502 and
 // ErrProviderTimeout to 504, showing only ProviderError.Metadata.
@@ -49,7 +48,7 @@ var (
 	// multipart header (empty name, control characters, malformed media
 	// type). The HTTP layer validates names first; this is the last guard.
 	ErrInvalidFile = errors.New("byok: file name or content type cannot be sent")
-	// ErrUnknownProvider: New was given a name not in Names.
+	// ErrUnknownProvider: New was given a name not in files.Providers.
 	ErrUnknownProvider = errors.New("byok: unknown provider")
 )
 
@@ -131,8 +130,9 @@ const (
 	DefaultDialTimeout           = 10 * time.Second
 )
 
-// New returns the provider called name (one of Names), or
-// ErrUnknownProvider.
+// New returns the provider called name (one of files.Providers), or
+// ErrUnknownProvider. It is the factory of provider clients, as open.Bucket
+// is of buckets.
 func New(name string, opts Options, log *zap.Logger) (Provider, error) {
 	switch name {
 	case ProviderOpenAI:
@@ -140,7 +140,7 @@ func New(name string, opts Options, log *zap.Logger) (Provider, error) {
 	case ProviderAnthropic:
 		return NewAnthropic(opts, log)
 	}
-	return nil, fmt.Errorf("%w %q (want one of %v)", ErrUnknownProvider, name, Names())
+	return nil, fmt.Errorf("%w %q (want one of %v)", ErrUnknownProvider, name, files.Providers())
 }
 
 // ProviderError is an upload or delete the provider refused or failed, or

@@ -21,6 +21,7 @@ import (
 
 	"github.com/aigateway/gateway/backends/byok"
 	"github.com/aigateway/gateway/backends/byok/byoktest"
+	"github.com/aigateway/gateway/files"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -642,7 +643,7 @@ func TestNewChecksBaseURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			for _, name := range byok.Names() {
+			for _, name := range files.Providers() {
 				_, err := byok.New(name, byok.Options{BaseURL: tt.url}, zap.NewNop())
 				if (err == nil) != tt.ok {
 					t.Fatalf("%s: err = %v, want ok=%v", name, err, tt.ok)
@@ -653,7 +654,7 @@ func TestNewChecksBaseURL(t *testing.T) {
 	if _, err := byok.New("mistral", byok.Options{BaseURL: "https://x"}, zap.NewNop()); !errors.Is(err, byok.ErrUnknownProvider) {
 		t.Fatalf("unknown provider: %v", err)
 	}
-	for _, name := range byok.Names() {
+	for _, name := range files.Providers() {
 		p, err := byok.New(name, byok.Options{BaseURL: "https://example.com"}, zap.NewNop())
 		if err != nil || p.Name() != name {
 			t.Fatalf("New(%s): %v, %v", name, p, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aigateway/gateway/backends/byok"
 	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/internal/app"
 	"github.com/aigateway/gateway/policy"
 )
@@ -126,7 +127,7 @@ func byokSet(ctx context.Context, args []string, e env) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *provider != byok.ProviderOpenAI && *provider != byok.ProviderAnthropic {
+	if !files.IsProvider(*provider) {
 		return errors.New("--provider must be openai or anthropic")
 	}
 	line, err := bufio.NewReader(io.LimitReader(e.stdin, 4096)).ReadString('\n')

@@ -82,13 +82,13 @@ func (a *App) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	providers := map[string]byok.Provider{}
+	var providers []byok.Provider
 	for name, pc := range map[string]config.Provider{byok.ProviderOpenAI: cfg.Providers.OpenAI, byok.ProviderAnthropic: cfg.Providers.Anthropic} {
 		p, err := byok.New(name, byok.Options{BaseURL: pc.BaseURL, Timeout: pc.Timeout}, log)
 		if err != nil {
 			return fmt.Errorf("providers.%s: %w", name, err)
 		}
-		providers[name] = p
+		providers = append(providers, p)
 	}
 
 	limits, ready, err := openLimits(cfg, log, reg, &a.closers)
@@ -114,7 +114,7 @@ func (a *App) build(ctx context.Context) error {
 		WorkspaceQuota: int64(cfg.Limits.WorkspaceStorageBytes),
 		Backend:        cfg.Storage.Backend,
 	}, files.Deps{
-		Store: st, Keys: st, Bucket: bucket, Providers: providers, Sealer: sealer,
+		Store: st, Keys: st, Bucket: bucket, Opener: byok.NewKeyring(sealer, providers...),
 		Workspaces: workspaces, Admission: limits.admission, Log: log,
 	})
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/aigateway/gateway/backends/byok"
+	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/google/uuid"
 )
@@ -22,7 +23,7 @@ func (rt *Runtime) SetProviderKey(ctx context.Context, workspaceID, provider str
 	if err != nil {
 		return ErrBadWorkspaceID
 	}
-	if provider != byok.ProviderOpenAI && provider != byok.ProviderAnthropic {
+	if !files.IsProvider(provider) {
 		return fmt.Errorf("%w %q", byok.ErrUnknownProvider, provider)
 	}
 	if secret.Reveal() == "" {

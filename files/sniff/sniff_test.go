@@ -1,4 +1,4 @@
-package files
+package sniff
 
 import (
 	"archive/zip"
@@ -299,7 +299,7 @@ func docx(t testing.TB) []byte {
 }
 
 func fixture(t testing.TB, name string) []byte {
-	b, err := os.ReadFile(filepath.Join("testdata", "sniff", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,14 +350,14 @@ func (r *raggedReader) Read(p []byte) (int, error) {
 	return r.r.Read(p)
 }
 
-// sniff runs content through a TypeReader read in 4 KiB pieces and checks
+// sniff runs content through a Reader read in 4 KiB pieces and checks
 // that whatever was read is exactly the content's prefix.
 func sniff(t *testing.T, r io.Reader, content []byte, filename string) (mime string, read int64, err error) {
 	t.Helper()
-	tr, err := NewTypeReader(r, filename)
+	tr, err := NewReader(r, filename)
 	if err != nil {
 		if tr != nil {
-			t.Fatal("NewTypeReader returned a reader with an error")
+			t.Fatal("NewReader returned a reader with an error")
 		}
 		return "", 0, err
 	}
@@ -377,8 +377,8 @@ func sniff(t *testing.T, r io.Reader, content []byte, filename string) (mime str
 
 // ---- tests ------------------------------------------------------------------
 
-func TestTypeReaderAccepts(t *testing.T) {
-	bigJSONLine := concat([]byte(`{"input": "`), textOf("embedding ", 2*SniffLen), []byte("\"}\n{}\n"))
+func TestReaderAccepts(t *testing.T) {
+	bigJSONLine := concat([]byte(`{"input": "`), textOf("embedding ", 2*WindowLen), []byte("\"}\n{}\n"))
 	tests := []struct {
 		name     string
 		filename string
@@ -400,7 +400,7 @@ func TestTypeReaderAccepts(t *testing.T) {
 		{"pptx with data descriptors", "a.pptx", officeFile(t, false, "ppt/presentation.xml", ctPPTX, "ppt/slides/slide1.xml"), MimePPTX},
 		{"docx, content types after a large part", "a.docx", zipFile(t,
 			zipEntry{name: "_rels/.rels", body: []byte(rels), method: zip.Deflate},
-			zipEntry{name: "word/media/image1.png", body: incompressible(3 * SniffLen), method: zip.Deflate},
+			zipEntry{name: "word/media/image1.png", body: incompressible(3 * WindowLen), method: zip.Deflate},
 			zipEntry{name: "[Content_Types].xml", body: contentTypes("/word/document.xml", ctDOCX), method: zip.Deflate},
 		), MimeDOCX},
 		{"docx, content types stored", "a.docx", zipFile(t,
@@ -420,7 +420,7 @@ func TestTypeReaderAccepts(t *testing.T) {
 		{"mp3 with padded ID3", "a.mp3", concat(id3Tag("Title", 300), mp3Frames(20)), MimeMP3},
 		{"mp3 with junk after ID3", "a.mp3", concat(id3Tag("Title", 0), []byte("\x00\x00junk"), mp3Frames(20)), MimeMP3},
 		{"mp3 with two ID3 tags", "a.mp3", concat(id3Tag("One", 0), id3Tag("Two", 10), mp3Frames(5)), MimeMP3},
-		{"mp3 with ID3 larger than the window", "a.mp3", concat(id3Tag("Cover", 2*SniffLen), mp3Frames(5)), MimeMP3},
+		{"mp3 with ID3 larger than the window", "a.mp3", concat(id3Tag("Cover", 2*WindowLen), mp3Frames(5)), MimeMP3},
 		{"wav", "a.wav", wavFile(4000, false), MimeWAV},
 		{"wav with JUNK chunk", "a.wav", wavFile(4000, true), MimeWAV},
 		{"flac", "a.flac", fixture(t, "silence.flac"), MimeFLAC},
@@ -436,7 +436,7 @@ func TestTypeReaderAccepts(t *testing.T) {
 		{"text with tab, CR, LF, FF", "a.txt", []byte("a\tb\r\nc\fd\n"), MimeText},
 		{"utf-8 with BOM", "a.txt", []byte("\xef\xbb\xbfgrüße, 世界, 🎉\n"), MimeText},
 		{"literal U+FFFD", "a.txt", []byte("broken: \uFFFD\n"), MimeText},
-		{"text larger than the window", "a.txt", textOf("line of text ✓\n", 5*SniffLen+3), MimeText},
+		{"text larger than the window", "a.txt", textOf("line of text ✓\n", 5*WindowLen+3), MimeText},
 		{"text starting like PK", "a.txt", []byte("PK notes\n"), MimeText},
 		{"text starting like GIF", "a.txt", []byte("GIF8 is a prefix\n"), MimeText},
 		{"text starting like %PDF-", "a.txt", []byte("%PDF-x is not a version\n"), MimeText},
@@ -447,8 +447,8 @@ func TestTypeReaderAccepts(t *testing.T) {
 		{"csv of anything textual", "data.csv", []byte("just words"), MimeCSV},
 		{"json object", "a.json", []byte(`{"a": [1, 2, {"b": null}]}`), MimeJSON},
 		{"json array after BOM and space", "a.JSON", []byte("\xef\xbb\xbf \n\t[1, 2]\n"), MimeJSON},
-		{"json longer than the window", "a.json", concat([]byte(`{"k": "`), textOf("x", 2*SniffLen), []byte(`"}`)), MimeJSON},
-		{"json cut by the window inside a number", "a.json", concat([]byte("["), textOf("1234567,", SniffLen), []byte("0]")), MimeJSON},
+		{"json longer than the window", "a.json", concat([]byte(`{"k": "`), textOf("x", 2*WindowLen), []byte(`"}`)), MimeJSON},
+		{"json cut by the window inside a number", "a.json", concat([]byte("["), textOf("1234567,", WindowLen), []byte("0]")), MimeJSON},
 		{"json scalar stays plain", "a.json", []byte(`"just a string"`), MimeText},
 		{"json syntax error stays plain", "a.json", []byte(`{ this is not json }`), MimeText},
 		{"json two values stay plain", "a.json", []byte("{}\n{}\n"), MimeText},
@@ -479,7 +479,7 @@ func TestTypeReaderAccepts(t *testing.T) {
 	}
 }
 
-func TestTypeReaderRefusesFromTheWindow(t *testing.T) {
+func TestReaderRefusesFromTheWindow(t *testing.T) {
 	png := pngFile(t)
 	plainZip := zipFile(t, zipEntry{name: "a.txt", body: []byte("hello"), method: zip.Deflate},
 		zipEntry{name: "b/c.txt", body: []byte("world"), method: zip.Deflate})
@@ -535,7 +535,7 @@ func TestTypeReaderRefusesFromTheWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewTypeReader(bytes.NewReader(tt.content), "file.bin")
+			_, err := NewReader(bytes.NewReader(tt.content), "file.bin")
 			var te *TypeError
 			if !errors.As(err, &te) || !errors.Is(err, ErrUnsupportedType) {
 				t.Fatalf("err = %v, want a *TypeError", err)
@@ -550,7 +550,7 @@ func TestTypeReaderRefusesFromTheWindow(t *testing.T) {
 	}
 }
 
-func TestTypeReaderRefusesText(t *testing.T) {
+func TestReaderRefusesText(t *testing.T) {
 	const big = 100 << 10 // beyond the window: found while streaming
 	at := func(content []byte, off int, bad string) []byte {
 		out := append([]byte(nil), content[:off]...)
@@ -578,7 +578,7 @@ func TestTypeReaderRefusesText(t *testing.T) {
 		{"surrogate half", at(base, big, "\xed\xa0\x80"), big, reasonNotUTF8, true},
 		{"beyond U+10FFFF", at(base, big, "\xf4\x90\x80\x80"), big, reasonNotUTF8, true},
 		{"lead byte then ASCII", at(base, big, "\xe2x"), big, reasonNotUTF8, true},
-		{"lead byte then ASCII across the window", at(base, SniffLen-1, "\xe2x"), SniffLen - 1, reasonNotUTF8, true},
+		{"lead byte then ASCII across the window", at(base, WindowLen-1, "\xe2x"), WindowLen - 1, reasonNotUTF8, true},
 		{"truncated rune at the end of a small file", []byte("euro \xe2\x82"), 5, reasonTruncated, false},
 		{"truncated rune at the end of a big file", append(base[:big:big], 0xf0, 0x9f, 0x8e), big, reasonTruncated, true},
 		{"binary after text", concat(base[:big], pngFile(t)), big, reasonNotUTF8, true},
@@ -611,12 +611,12 @@ func TestTypeReaderRefusesText(t *testing.T) {
 	}
 }
 
-func TestTypeReaderRuneAtTheWindowEdge(t *testing.T) {
+func TestReaderRuneAtTheWindowEdge(t *testing.T) {
 	for _, r := range []string{"é", "€", "🎉"} {
 		for shift := 1; shift < len(r); shift++ {
 			// r starts shift bytes before the window ends: the window holds
 			// an incomplete rune that the next bytes complete.
-			content := concat(textOf("a", SniffLen-shift), []byte(r), []byte("after"))
+			content := concat(textOf("a", WindowLen-shift), []byte(r), []byte("after"))
 			for _, rd := range readers {
 				t.Run(fmt.Sprintf("%q-%d/%s", r, shift, rd.name), func(t *testing.T) {
 					mime, _, err := sniff(t, rd.wrap(bytes.NewReader(content)), content, "a.md")
@@ -629,10 +629,10 @@ func TestTypeReaderRuneAtTheWindowEdge(t *testing.T) {
 	}
 }
 
-func TestTypeReaderEmpty(t *testing.T) {
+func TestReaderEmpty(t *testing.T) {
 	for _, rd := range readers {
 		t.Run(rd.name, func(t *testing.T) {
-			_, err := NewTypeReader(rd.wrap(bytes.NewReader(nil)), "a.txt")
+			_, err := NewReader(rd.wrap(bytes.NewReader(nil)), "a.txt")
 			if !errors.Is(err, ErrEmptyFile) {
 				t.Fatalf("err = %v, want ErrEmptyFile", err)
 			}
@@ -656,32 +656,32 @@ func (c *cutReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func TestTypeReaderPassesStreamErrors(t *testing.T) {
+func TestReaderPassesStreamErrors(t *testing.T) {
 	t.Run("cut off while sniffing is not a short file", func(t *testing.T) {
-		_, err := NewTypeReader(&cutReader{data: []byte("hello"), err: io.ErrUnexpectedEOF}, "a.txt")
+		_, err := NewReader(&cutReader{data: []byte("hello"), err: io.ErrUnexpectedEOF}, "a.txt")
 		if !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrUnsupportedType) {
 			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
 		}
 	})
 	t.Run("over the size limit while sniffing", func(t *testing.T) {
 		r := http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(textOf("x", 100))), 10)
-		_, err := NewTypeReader(r, "a.txt")
+		_, err := NewReader(r, "a.txt")
 		var mbe *http.MaxBytesError
 		if !errors.As(err, &mbe) || mbe.Limit != 10 {
 			t.Fatalf("err = %v, want *http.MaxBytesError", err)
 		}
 	})
 	t.Run("over the size limit while streaming", func(t *testing.T) {
-		content := textOf("x", 2*SniffLen)
-		r := http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(content)), SniffLen+10)
-		tr, err := NewTypeReader(r, "a.txt")
+		content := textOf("x", 2*WindowLen)
+		r := http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(content)), WindowLen+10)
+		tr, err := NewReader(r, "a.txt")
 		if err != nil {
 			t.Fatal(err)
 		}
 		n, err := io.Copy(io.Discard, tr)
 		var mbe *http.MaxBytesError
-		if !errors.As(err, &mbe) || n != SniffLen+10 {
-			t.Fatalf("copied %d, err = %v, want the limit's error after %d bytes", n, err, SniffLen+10)
+		if !errors.As(err, &mbe) || n != WindowLen+10 {
+			t.Fatalf("copied %d, err = %v, want the limit's error after %d bytes", n, err, WindowLen+10)
 		}
 		if _, again := tr.Read(make([]byte, 10)); again != err {
 			t.Fatalf("second Read err = %v, want the same error", again)
@@ -691,7 +691,7 @@ func TestTypeReaderPassesStreamErrors(t *testing.T) {
 		}
 	})
 	t.Run("no progress", func(t *testing.T) {
-		_, err := NewTypeReader(iotest.ErrReader(nil), "a.txt") // (0, nil) forever
+		_, err := NewReader(iotest.ErrReader(nil), "a.txt") // (0, nil) forever
 		if !errors.Is(err, io.ErrNoProgress) {
 			t.Fatalf("err = %v, want io.ErrNoProgress", err)
 		}
@@ -706,9 +706,9 @@ type countingReader struct {
 
 func (c *countingReader) Read(p []byte) (int, error) { c.calls++; return c.r.Read(p) }
 
-func TestTypeReaderDoesNotReadPastEOF(t *testing.T) {
+func TestReaderDoesNotReadPastEOF(t *testing.T) {
 	src := &countingReader{r: bytes.NewReader([]byte("small"))}
-	tr, err := NewTypeReader(src, "a.txt")
+	tr, err := NewReader(src, "a.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -725,14 +725,14 @@ func TestTypeReaderDoesNotReadPastEOF(t *testing.T) {
 	}
 }
 
-func TestTypeReaderStreamsWithoutAllocating(t *testing.T) {
+func TestReaderStreamsWithoutAllocating(t *testing.T) {
 	for _, tc := range []struct{ name, filename string }{{"text", "a.txt"}, {"binary", "a.mp3"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			content := textOf("streaming text, ünïcödé ✓\n", 4<<20)
 			if tc.name == "binary" {
 				content = concat(mp3Frames(20), make([]byte, 4<<20))
 			}
-			tr, err := NewTypeReader(bytes.NewReader(content), tc.filename)
+			tr, err := NewReader(bytes.NewReader(content), tc.filename)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -817,9 +817,9 @@ func TestTextValidatorMatchesDefinition(t *testing.T) {
 	}
 }
 
-// FuzzTypeReader checks that no input panics, that the bytes come through
+// FuzzReader checks that no input panics, that the bytes come through
 // unchanged, and that the outcome does not depend on how the stream is cut.
-func FuzzTypeReader(f *testing.F) {
+func FuzzReader(f *testing.F) {
 	for _, seed := range [][]byte{pdfFile(), pngFile(f), mp3Frames(3), wavFile(10, true), docx(f),
 		fixture(f, "silence.ogg"), fixture(f, "alpha.webp"), concat(id3Tag("t", 3), mp3Frames(2)),
 		[]byte("{\"a\": 1}\n"), []byte("text é\n")} {
@@ -827,7 +827,7 @@ func FuzzTypeReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, content []byte, filename string) {
 		run := func(r io.Reader) (string, int64, string) {
-			tr, err := NewTypeReader(r, filename)
+			tr, err := NewReader(r, filename)
 			if err != nil {
 				return "", 0, err.Error()
 			}
@@ -851,13 +851,13 @@ func FuzzTypeReader(f *testing.F) {
 	})
 }
 
-// BenchmarkTypeReader compares streaming 16 MiB through a TypeReader with a
+// BenchmarkReader compares streaming 16 MiB through a Reader with a
 // plain copy of the same bytes, both through io.CopyBuffer with a 32 KiB
 // buffer into a writer that keeps nothing (no ReaderFrom or WriterTo
 // shortcuts on either side). "text" is prose with a non-ASCII character
 // every twenty bytes or so, "ascii" is CSV, "binary" is a PDF header then the
 // same bytes (no validation after the window).
-func BenchmarkTypeReader(b *testing.B) {
+func BenchmarkReader(b *testing.B) {
 	inputs := []struct{ name, filename string }{{"text", "a.txt"}, {"ascii", "a.csv"}, {"binary", "a.pdf"}}
 	content := map[string][]byte{
 		"text":  textOf("A line of ordinary prose, with punctuation; and a little UTF-8: café, naïve, 東京.\n", 16<<20),
@@ -879,7 +879,7 @@ func BenchmarkTypeReader(b *testing.B) {
 		b.Run(in.name+"/typereader", func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				tr, err := NewTypeReader(bytes.NewReader(data), in.filename)
+				tr, err := NewReader(bytes.NewReader(data), in.filename)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,10 @@
-package files
+// Package sniff decides the type of an upload from its content, as the bytes
+// stream past: it accepts only the file types the gateway stores (PDF, PNG,
+// JPEG, GIF, WebP, DOCX/XLSX/PPTX, MP3, WAV, FLAC, Ogg audio and UTF-8 text)
+// and refuses the rest with a reason safe to show the client. It holds one
+// window of the stream in memory, whatever the upload's size, and uses the
+// standard library only.
+package sniff
 
 import (
 	"bytes"
@@ -36,11 +42,11 @@ const (
 	MimeNDJSON   = "application/x-ndjson"
 )
 
-// SniffLen is how many leading bytes NewTypeReader reads to decide the type:
+// WindowLen is how many leading bytes NewReader reads to decide the type:
 // enough for the first local headers of an OOXML zip (the part names and
 // [Content_Types].xml come first in files written by Office) and the BOS
-// pages of an Ogg stream. It is the only buffer a TypeReader holds.
-const SniffLen = 64 << 10
+// pages of an Ogg stream. It is the only buffer a Reader holds.
+const WindowLen = 64 << 10
 
 // Errors of content sniffing. Both are the client's fault (HTTP 400).
 var (
@@ -103,15 +109,15 @@ const (
 	reasonOfficeKind = "macro-enabled, template or other non-document Office file"
 )
 
-// TypeReader decides the type of a streamed upload from its content and
+// Reader decides the type of a streamed upload from its content and
 // passes the stream through unchanged. The client's declared Content-Type is
 // never consulted: it is whatever the client says.
 //
-// The type is decided from the first SniffLen bytes. Binary types are only
+// The type is decided from the first WindowLen bytes. Binary types are only
 // recognised from their headers; text types are checked on every byte as the
 // stream is read, so a text upload that turns binary after the window fails
-// on that Read. A TypeReader is not safe for concurrent use.
-type TypeReader struct {
+// on that Read. A Reader is not safe for concurrent use.
+type Reader struct {
 	r      io.Reader
 	mime   string
 	replay []byte // the sniffed prefix not yet returned by Read
@@ -121,7 +127,7 @@ type TypeReader struct {
 	err    error // sticky: the error Read returned, once it returned one
 }
 
-// NewTypeReader reads up to SniffLen bytes from r (fewer at EOF) and decides
+// NewReader reads up to WindowLen bytes from r (fewer at EOF) and decides
 // the type, using filename (the raw client filename, only its extension is
 // looked at) to choose among the text subtypes.
 //
@@ -130,8 +136,8 @@ type TypeReader struct {
 // so that errors.Is/As still find it (e.g. *http.MaxBytesError, or
 // io.ErrUnexpectedEOF from a multipart part whose body was cut off: that is
 // not mistaken for the end of a small file).
-func NewTypeReader(r io.Reader, filename string) (*TypeReader, error) {
-	buf := make([]byte, SniffLen)
+func NewReader(r io.Reader, filename string) (*Reader, error) {
+	buf := make([]byte, WindowLen)
 	n, eof, err := fill(r, buf)
 	if err != nil {
 		return nil, fmt.Errorf("reading the upload: %w", err)
@@ -139,7 +145,7 @@ func NewTypeReader(r io.Reader, filename string) (*TypeReader, error) {
 	if n == 0 {
 		return nil, ErrEmptyFile
 	}
-	t := &TypeReader{r: r, replay: buf[:n], eof: eof}
+	t := &Reader{r: r, replay: buf[:n], eof: eof}
 	mime, family := sniffBinary(t.replay)
 	if mime == "" {
 		// Not a binary type: text, or nothing we accept. A header that
@@ -185,15 +191,15 @@ func fill(r io.Reader, buf []byte) (n int, eof bool, err error) {
 }
 
 // MimeType is the decided type, one of the Mime* constants.
-func (t *TypeReader) MimeType() string { return t.mime }
+func (t *Reader) MimeType() string { return t.mime }
 
 // Err returns the error that ended the stream, other than io.EOF: a
 // *TypeError found while streaming text, or the source's own error; nil
 // while the stream is fine. A storage SDK or HTTP client reading the
-// TypeReader may wrap or replace the error Read gave it, so a caller that
+// Reader may wrap or replace the error Read gave it, so a caller that
 // must know why an upload failed (400 for bad content, 413 for size, not a
 // 5xx for storage) can ask here.
-func (t *TypeReader) Err() error {
+func (t *Reader) Err() error {
 	if t.err == io.EOF {
 		return nil
 	}
@@ -206,7 +212,7 @@ func (t *TypeReader) Err() error {
 // the bytes before the offending sequence (whose first bytes an earlier Read
 // may have returned, when the sequence was cut between two reads). Once Read
 // has returned an error it returns the same error again.
-func (t *TypeReader) Read(p []byte) (int, error) {
+func (t *Reader) Read(p []byte) (int, error) {
 	if t.err != nil {
 		return 0, t.err
 	}

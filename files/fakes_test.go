@@ -1,0 +1,322 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/aigateway/gateway/backends"
+	"github.com/aigateway/gateway/workspace"
+)
+
+// fakeStore is a Store and ProviderKeys in memory, with the quota rule of
+// the real one and knobs to fail each call.
+type fakeStore struct {
+	mu       sync.Mutex
+	stored   map[string]int64 // workspace -> bytes of its records
+	reserved map[string]Reservation
+	records  []Record
+	released []Reservation
+	keys     map[string][]byte // workspace/provider -> sealed key
+	next     int
+
+	reserveErr, commitErr, releaseErr, keyErr error
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{stored: map[string]int64{}, reserved: map[string]Reservation{}, keys: map[string][]byte{}}
+}
+
+func (s *fakeStore) Reserve(_ context.Context, ws string, n, limit int64, ttl time.Duration) (Reservation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reserveErr != nil {
+		return Reservation{}, s.reserveErr
+	}
+	held := s.stored[ws]
+	for _, r := range s.reserved {
+		if r.WorkspaceID == ws {
+			held += r.Bytes
+		}
+	}
+	if held+n > limit {
+		return Reservation{}, ErrQuotaExceeded
+	}
+	s.next++
+	r := Reservation{ID: fmt.Sprintf("res-%d", s.next), WorkspaceID: ws, Bytes: n, ExpiresAt: time.Unix(0, 0).Add(ttl)}
+	s.reserved[r.ID] = r
+	return r, nil
+}
+
+func (s *fakeStore) Commit(_ context.Context, res Reservation, rec Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.commitErr != nil {
+		return s.commitErr
+	}
+	if _, ok := s.reserved[res.ID]; !ok {
+		return ErrReservationNotFound
+	}
+	delete(s.reserved, res.ID)
+	s.records = append(s.records, rec)
+	s.stored[rec.WorkspaceID] += rec.Size
+	return nil
+}
+
+func (s *fakeStore) Release(_ context.Context, res Reservation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.released = append(s.released, res)
+	if s.releaseErr != nil {
+		return s.releaseErr
+	}
+	if _, ok := s.reserved[res.ID]; !ok {
+		return ErrReservationNotFound
+	}
+	delete(s.reserved, res.ID)
+	return nil
+}
+
+func (s *fakeStore) StoredBytes(_ context.Context, ws string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stored[ws], nil
+}
+
+func (s *fakeStore) FileByID(_ context.Context, ws, id string) (Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.records {
+		if r.WorkspaceID == ws && r.ID == id {
+			return r, nil
+		}
+	}
+	return Record{}, ErrNotFound
+}
+
+func (s *fakeStore) PutProviderKey(_ context.Context, ws, provider string, sealed []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys[ws+"/"+provider] = sealed
+	return nil
+}
+
+func (s *fakeStore) ProviderKey(_ context.Context, ws, provider string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keyErr != nil {
+		return nil, s.keyErr
+	}
+	k, ok := s.keys[ws+"/"+provider]
+	if !ok {
+		return nil, ErrNoProviderKey
+	}
+	return k, nil
+}
+
+// fakeBucket keeps objects in memory. Like every real bucket, a failed
+// upload leaves nothing behind and the reader's error comes back wrapped.
+type fakeBucket struct {
+	mu        sync.Mutex
+	objects   map[string][]byte
+	types     map[string]string
+	deleted   []string
+	uploadErr error // returned after reading the whole body
+	deleteErr error
+}
+
+var _ backends.Bucket = (*fakeBucket)(nil)
+
+func newFakeBucket() *fakeBucket {
+	return &fakeBucket{objects: map[string][]byte{}, types: map[string]string{}}
+}
+
+func (b *fakeBucket) Upload(_ context.Context, key string, r io.Reader, _ int64, opts backends.UploadOptions) (backends.Object, error) {
+	if err := backends.ValidateKey(key); err != nil {
+		return backends.Object{}, err
+	}
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, r); err != nil {
+		return backends.Object{}, fmt.Errorf("fake bucket: upload %s: %w", key, err)
+	}
+	if b.uploadErr != nil {
+		return backends.Object{}, b.uploadErr
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.objects[key] = buf.Bytes()
+	b.types[key] = opts.ContentType
+	return backends.Object{Key: key, Size: int64(buf.Len()), ContentType: opts.ContentType}, nil
+}
+
+func (b *fakeBucket) Open(_ context.Context, key string) (io.ReadCloser, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	data, ok := b.objects[key]
+	if !ok {
+		return nil, backends.ErrNotFound
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+func (b *fakeBucket) Stat(_ context.Context, key string) (backends.Object, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	data, ok := b.objects[key]
+	if !ok {
+		return backends.Object{}, backends.ErrNotFound
+	}
+	return backends.Object{Key: key, Size: int64(len(data))}, nil
+}
+
+func (b *fakeBucket) Delete(_ context.Context, key string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.deleted = append(b.deleted, key)
+	if b.deleteErr != nil {
+		return b.deleteErr
+	}
+	delete(b.objects, key)
+	return nil
+}
+
+func (b *fakeBucket) Close() error { return nil }
+
+func (b *fakeBucket) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.objects)
+}
+
+// fakeProvider is a provider's Files API in memory, bound to one key.
+type fakeProvider struct {
+	mu        sync.Mutex
+	key       string
+	files     map[string][]byte
+	sent      []ProviderFile // Body is nil: it was consumed
+	deleted   []string
+	uploadErr error // returned after reading the whole body
+	deleteErr error
+	next      int
+}
+
+var _ Provider = (*fakeProvider)(nil)
+
+func (p *fakeProvider) Upload(_ context.Context, f ProviderFile) (string, error) {
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, f.Body); err != nil {
+		return "", fmt.Errorf("fake provider: sending the file: %w", err)
+	}
+	if p.uploadErr != nil {
+		return "", p.uploadErr
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	id := fmt.Sprintf("file-provider-%d", p.next)
+	if p.files == nil {
+		p.files = map[string][]byte{}
+	}
+	p.files[id] = buf.Bytes()
+	p.sent = append(p.sent, ProviderFile{Name: f.Name, ContentType: f.ContentType})
+	return id, nil
+}
+
+func (p *fakeProvider) Delete(_ context.Context, id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.deleted = append(p.deleted, id)
+	if p.deleteErr != nil {
+		return p.deleteErr
+	}
+	delete(p.files, id)
+	return nil
+}
+
+// fakeOpener "unseals" a key by reading it as plain text, for the
+// providers it was given.
+type fakeOpener struct {
+	providers map[string]*fakeProvider
+	opened    []string // workspace/provider/key
+	err       error
+}
+
+func (o *fakeOpener) Open(ws, provider string, sealed []byte) (Provider, error) {
+	o.opened = append(o.opened, ws+"/"+provider+"/"+string(sealed))
+	if o.err != nil {
+		return nil, o.err
+	}
+	p, ok := o.providers[provider]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownProvider, provider)
+	}
+	p.key = string(sealed)
+	return p, nil
+}
+
+// fakeWorkspaces knows workspaces by id and owner, and each user's default.
+type fakeWorkspaces struct {
+	owner     map[string]string // workspace id -> user id
+	defaults  map[string]string // user id -> workspace id
+	err       error
+	getCalled int
+}
+
+func (w *fakeWorkspaces) Get(_ context.Context, userID, id string) (workspace.Workspace, error) {
+	w.getCalled++
+	if w.err != nil {
+		return workspace.Workspace{}, w.err
+	}
+	if w.owner[id] != userID {
+		return workspace.Workspace{}, workspace.ErrNotFound
+	}
+	return workspace.Workspace{ID: id}, nil
+}
+
+func (w *fakeWorkspaces) Default(_ context.Context, userID string) (workspace.Workspace, error) {
+	if w.err != nil {
+		return workspace.Workspace{}, w.err
+	}
+	id, ok := w.defaults[userID]
+	if !ok {
+		return workspace.Workspace{}, errors.New("fake workspaces: no default")
+	}
+	return workspace.Workspace{ID: id}, nil
+}
+
+// fakeAdmission records what it admitted and every release.
+type fakeAdmission struct {
+	mu       sync.Mutex
+	admitted []admitted
+	released []int64
+	err      error
+}
+
+type admitted struct {
+	keyID, workspaceID string
+	declared           int64
+}
+
+func (a *fakeAdmission) Admit(_ context.Context, keyID, ws string, declared int64) (func(int64), error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.admitted = append(a.admitted, admitted{keyID, ws, declared})
+	if a.err != nil {
+		return nil, a.err
+	}
+	return func(actual int64) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.released = append(a.released, actual)
+	}, nil
+}
+
+func (a *fakeAdmission) releases() []int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]int64(nil), a.released...)
+}
