@@ -83,7 +83,7 @@ type CacheOptions struct {
 //     view: the shared remainder at its last reservation plus its unused
 //     block, not the others' use since.
 //
-// While the shared limiter is a FailoverLimiter in its degraded state,
+// While the shared limiter is a redislimit.Failover in its degraded state,
 // blocks are taken from its local fallback instead, and unused units are
 // not given back (a give-back would land in the wrong bucket). Units left
 // from such a block are still admitted after Redis returns, uncharged
@@ -191,7 +191,7 @@ func NewCachedLimiter(next Limiter, opts CacheOptions) *CachedLimiter {
 // cached). A block plus the request that reserves it always fits the
 // burst. l must be valid.
 func (c *CachedLimiter) block(l Limit) int64 {
-	b := min(c.maxBlk, l.capacity()/c.share, l.capacity()-1)
+	b := min(c.maxBlk, l.Capacity()/c.share, l.Capacity()-1)
 	if b < minBlock {
 		return 0
 	}
@@ -218,7 +218,7 @@ func (c *CachedLimiter) nextBlock(e *cacheEntry, now, k int64) int64 {
 // clearlyUnder reports whether a key whose shared remainder is remaining
 // may reserve blocks: at least half its burst is left.
 func clearlyUnder(remaining int, l Limit) bool {
-	return int64(remaining)*2 >= l.capacity()
+	return int64(remaining)*2 >= l.Capacity()
 }
 
 func (c *CachedLimiter) clock() int64 { return int64(c.now().Sub(c.epoch)) }
@@ -235,8 +235,8 @@ func (c *CachedLimiter) Allow(ctx context.Context, key string, l Limit, cost int
 	if cost != 1 {
 		return c.next.Allow(ctx, key, l, cost)
 	}
-	if err := validateCheck(l, cost); err != nil {
-		return Decision{Limit: int(l.capacity())}, err
+	if err := l.ValidateCost(cost); err != nil {
+		return l.Denial(), err
 	}
 	k := c.block(l)
 	if k == 0 {
@@ -348,7 +348,7 @@ func (e *cacheEntry) learn(d Decision, now int64) {
 // decision is the answer for a request admitted from the block: this
 // replica's view of the bucket. The shard's mutex must be held.
 func (e *cacheEntry) decision(now int64) Decision {
-	capacity := e.limit.capacity()
+	capacity := e.limit.Capacity()
 	rem := min(int64(e.remaining)+e.left, capacity)
 	return Decision{
 		Allowed:    true,
