@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/policy"
@@ -153,12 +152,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 		}
 		log.Error("request failed", zap.Int("status", status), zap.String("request_id", requestIDFrom(r.Context())), zap.Error(err))
 	}
-	var ra retryAfterError
-	if errors.As(err, &ra) && ra.RetryAfterSeconds() > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(ra.RetryAfterSeconds()))
-	} else if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
+	setRetryHeaders(w.Header(), status, err)
 	writeJSON(w, status, env)
 }
 

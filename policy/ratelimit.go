@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -88,37 +86,10 @@ type Decision struct {
 	ResetAfter time.Duration
 }
 
-// SetHeaders writes the rate-limit headers of d into h: RateLimit-Limit,
-// RateLimit-Remaining and RateLimit-Reset (seconds until the bucket is full,
-// rounded up) on every decision, and Retry-After (whole seconds, rounded up,
-// at least 1) only when the request was denied.
-func (d Decision) SetHeaders(h http.Header) {
-	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.ResetAfter), 10))
-	if !d.Allowed {
-		s := ceilSeconds(d.RetryAfter)
-		if s < 1 {
-			s = 1
-		}
-		h.Set("Retry-After", strconv.FormatInt(s, 10))
-	} else {
-		h.Del("Retry-After")
-	}
-}
-
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
-}
-
 // Limiter decides whether a request of a given cost may pass under a limit.
 //
-// The key names the limited subject and the limit together (for example
-// "default:key:<key id>" and "files:ws:<workspace id>"): two limits checked
-// with the same key share one bucket.
+// The key names the limited subject and the limit together (limitkeys.go
+// builds every key): two limits checked with the same key share one bucket.
 //
 // Cost is in the limit's units: 1 for a request, the declared size for a
 // byte budget (costs up to 1e11 and beyond are exact enough, nothing

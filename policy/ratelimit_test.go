@@ -3,56 +3,9 @@ package policy
 import (
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 	"time"
 )
-
-func TestDecisionSetHeaders(t *testing.T) {
-	tests := []struct {
-		name string
-		d    Decision
-		want map[string]string // "" means absent
-	}{
-		{
-			name: "allowed",
-			d:    Decision{Allowed: true, Limit: 100, Remaining: 42, ResetAfter: 1500 * time.Millisecond},
-			want: map[string]string{"RateLimit-Limit": "100", "RateLimit-Remaining": "42", "RateLimit-Reset": "2", "Retry-After": ""},
-		},
-		{
-			name: "allowed full bucket",
-			d:    Decision{Allowed: true, Limit: 5, Remaining: 5},
-			want: map[string]string{"RateLimit-Limit": "5", "RateLimit-Remaining": "5", "RateLimit-Reset": "0", "Retry-After": ""},
-		},
-		{
-			name: "denied rounds retry up",
-			d:    Decision{Limit: 20, RetryAfter: 2001 * time.Millisecond, ResetAfter: 60 * time.Second},
-			want: map[string]string{"RateLimit-Limit": "20", "RateLimit-Remaining": "0", "RateLimit-Reset": "60", "Retry-After": "3"},
-		},
-		{
-			name: "denied with a sub-second wait still says one second",
-			d:    Decision{Limit: 20, RetryAfter: time.Millisecond, ResetAfter: time.Millisecond},
-			want: map[string]string{"RateLimit-Reset": "1", "Retry-After": "1"},
-		},
-		{
-			name: "denied exact seconds",
-			d:    Decision{Limit: 1, RetryAfter: 30 * time.Second, ResetAfter: 30 * time.Second},
-			want: map[string]string{"RateLimit-Reset": "30", "Retry-After": "30"},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := http.Header{}
-			h.Set("Retry-After", "stale")
-			tc.d.SetHeaders(h)
-			for k, want := range tc.want {
-				if got := h.Get(k); got != want {
-					t.Errorf("%s = %q, want %q", k, got, want)
-				}
-			}
-		})
-	}
-}
 
 func TestLimitValidate(t *testing.T) {
 	tests := []struct {
