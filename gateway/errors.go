@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/files/sniff"
@@ -152,12 +151,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 		}
 		log.Error("request failed", zap.Int("status", status), zap.String("request_id", requestIDFrom(r.Context())), zap.Error(err))
 	}
-	var ra retryAfterError
-	if errors.As(err, &ra) && ra.RetryAfterSeconds() > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(ra.RetryAfterSeconds()))
-	} else if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
+	setRetryHeaders(w.Header(), status, err)
 	writeJSON(w, status, env)
 }
 

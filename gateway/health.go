@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sort"
 	"time"
@@ -11,7 +12,7 @@ import (
 
 // ReadyCheck reports whether one dependency can serve. A check that only
 // degrades the service (Redis, whose loss falls back to local limits)
-// returns a Degraded error instead of failing readiness.
+// returns a Degraded error (possibly wrapped) instead of failing readiness.
 type ReadyCheck func(ctx context.Context) error
 
 // Degraded marks a readiness problem that does not make the replica unready.
@@ -41,11 +42,13 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	sort.Strings(names)
 	for _, name := range names {
 		err := a.ready[name](ctx)
-		switch err.(type) {
-		case nil:
+		var degraded Degraded
+		switch {
+		case err == nil:
 			checks[name] = "ok"
-		case Degraded:
-			checks[name] = "degraded: " + err.Error()
+		case errors.As(err, &degraded):
+			// The reason only: text wrapped around it may name addresses.
+			checks[name] = "degraded: " + degraded.Reason
 			status = "degraded"
 		default:
 			// Dependency errors can carry addresses; the detail goes to

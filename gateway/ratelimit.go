@@ -1,17 +1,12 @@
 package gateway
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/aigateway/gateway/policy"
-)
-
-// routeClass picks which configured rate a route is limited by.
-type routeClass uint8
-
-const (
-	classDefault routeClass = iota
-	classFiles
 )
 
 // RateLimits are the request limits of the API. The limiter decides; a
@@ -23,36 +18,105 @@ type RateLimits struct {
 	Files   policy.Limit
 }
 
+// limit is the configured limit of a request class.
+func (l *RateLimits) limit(c policy.Class) policy.Limit {
+	if c == policy.ClassFiles {
+		return l.Files
+	}
+	return l.Default
+}
+
 // rateLimit limits every request of the class per API key. The key's id is
 // the identity: it is authenticated, unlike any address or header a client
 // could rotate. Uploads are additionally limited per workspace by the upload
-// handler, once it knows the workspace.
-func (a *API) rateLimit(class routeClass) func(http.Handler) http.Handler {
+// admission, once the workspace is known; a denial there answers with the
+// headers of the limit that denied (see writeError), not these.
+func (a *API) rateLimit(class policy.Class) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if a.limits == nil || a.limits.Limiter == nil {
 			return next
 		}
-		limit, prefix := a.limits.Default, "default:key:"
-		if class == classFiles {
-			limit, prefix = a.limits.Files, "files:key:"
-		}
+		limit := a.limits.limit(class)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			k := keyFrom(r.Context())
 			if k == nil { // unreachable behind authenticate; refuse rather than skip
 				writeError(w, r, a.log, policy.ErrUnauthenticated)
 				return
 			}
-			d, err := a.limits.Limiter.Allow(r.Context(), prefix+k.ID, limit, 1)
+			d, err := a.limits.Limiter.Allow(r.Context(), policy.RequestsKey(class, k.ID), limit, 1)
 			if err != nil {
 				writeError(w, r, a.log, err)
 				return
 			}
-			d.SetHeaders(w.Header())
 			if !d.Allowed {
-				writeError(w, r, a.log, policy.Denied(d, "rate"))
+				writeError(w, r, a.log, policy.Denied(d, policy.LimitRequests))
 				return
 			}
+			setRateLimitHeaders(w.Header(), d)
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// Header names of the rate-limit fields (IETF draft RateLimit header
+// fields) and Retry-After.
+const (
+	hdrLimit      = "RateLimit-Limit"
+	hdrRemaining  = "RateLimit-Remaining"
+	hdrReset      = "RateLimit-Reset"
+	hdrRetryAfter = "Retry-After"
+)
+
+// setRateLimitHeaders writes the rate-limit headers of d into h:
+// RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (seconds until
+// the bucket is full, rounded up) on every decision, and Retry-After (whole
+// seconds, rounded up, at least 1) only when the request was denied.
+func setRateLimitHeaders(h http.Header, d policy.Decision) {
+	h.Set(hdrLimit, strconv.Itoa(d.Limit))
+	h.Set(hdrRemaining, strconv.Itoa(d.Remaining))
+	h.Set(hdrReset, strconv.FormatInt(ceilSeconds(d.ResetAfter), 10))
+	if d.Allowed {
+		h.Del(hdrRetryAfter)
+		return
+	}
+	h.Set(hdrRetryAfter, strconv.FormatInt(max(ceilSeconds(d.RetryAfter), 1), 10))
+}
+
+// setRetryHeaders tells the client of a 429 or 503 when to try again. A
+// denial by one of the gateway's limits carries that limit's decision, and
+// the answer describes that limit alone: an upload refused by its
+// workspace's byte budget must not show the per-key request limit, set by
+// rateLimit when it let the request in, with capacity left. Any other 429
+// has no limit of ours to describe, so those headers go.
+func setRetryHeaders(h http.Header, status int, err error) {
+	var limited *policy.LimitedError
+	if status == http.StatusTooManyRequests && errors.As(err, &limited) {
+		setRateLimitHeaders(h, limited.Decision)
+		return
+	}
+	if status == http.StatusTooManyRequests {
+		clearRateLimitHeaders(h)
+	}
+	var ra retryAfterError
+	switch {
+	case errors.As(err, &ra) && ra.RetryAfterSeconds() > 0:
+		h.Set(hdrRetryAfter, strconv.Itoa(ra.RetryAfterSeconds()))
+	case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
+		h.Set(hdrRetryAfter, "1")
+	}
+}
+
+// clearRateLimitHeaders removes the RateLimit-* headers a limit that
+// allowed the request set earlier, for an answer they do not describe.
+func clearRateLimitHeaders(h http.Header) {
+	h.Del(hdrLimit)
+	h.Del(hdrRemaining)
+	h.Del(hdrReset)
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
 }

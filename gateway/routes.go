@@ -107,7 +107,7 @@ func (a *API) Handler() http.Handler {
 
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate)
-		r.Use(a.rateLimit(classDefault))
+		r.Use(a.rateLimit(policy.ClassDefault))
 
 		r.Get(apiPrefix+"/model/{author}/{slug}", a.adapt(a.getModel))
 		r.Get(apiPrefix+"/models", a.adapt(a.listModels))
@@ -118,7 +118,7 @@ func (a *API) Handler() http.Handler {
 			r.Get(apiPrefix+"/workspaces/{id}", a.adapt(a.getWorkspace))
 		})
 
-		r.With(a.rateLimit(classFiles)).Post(apiPrefix+"/files", a.adapt(a.uploadFile))
+		r.With(a.rateLimit(policy.ClassFiles)).Post(apiPrefix+"/files", a.adapt(a.uploadFile))
 	})
 	return r
 }

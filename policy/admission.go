@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Errors of admission. The HTTP layer answers 429 with Retry-After.
+// Errors of admission: the request may pass later, when the limit allows.
 var (
 	// ErrRateLimited: a request or upload limit denied the request now.
 	ErrRateLimited = errors.New("rate limit exceeded")
@@ -14,23 +14,27 @@ var (
 	ErrTooManyUploads = errors.New("too many uploads in flight for this key")
 )
 
-// LimitedError is a denial by a limit, carrying the decision for the
-// response's Retry-After and RateLimit-* headers.
+// LimitedError is a denial by a limit. Its Decision describes that limit
+// and no other: the edge answers with it (how long to wait, the limit's
+// capacity, none remaining), whatever other limits the request passed.
 type LimitedError struct {
 	Decision Decision
-	// Reason names the limit for the client ("rate", "upload_bytes", ...).
+	// Reason names the limit for the client: LimitRequests, LimitUploads,
+	// LimitUploadBytes or LimitUploadsInFlight.
 	Reason string
 	err    error
 }
 
-func (e *LimitedError) Error() string { return e.err.Error() + " (" + e.Reason + ")" }
+func (e *LimitedError) Error() string { return e.Unwrap().Error() + " (" + e.Reason + ")" }
 
-// Unwrap returns ErrRateLimited or ErrTooManyUploads.
-func (e *LimitedError) Unwrap() error { return e.err }
-
-// RetryAfterSeconds is the whole seconds to wait, at least 1.
-func (e *LimitedError) RetryAfterSeconds() int {
-	return int(max(ceilSeconds(e.Decision.RetryAfter), 1))
+// Unwrap returns ErrTooManyUploads for a denial by the in-flight limit and
+// ErrRateLimited for every other (also for a LimitedError built as a
+// literal).
+func (e *LimitedError) Unwrap() error {
+	if e.err == nil {
+		return ErrRateLimited
+	}
+	return e.err
 }
 
 // Metadata names the limit that denied.
@@ -44,7 +48,7 @@ func Denied(d Decision, reason string) *LimitedError {
 }
 
 // UploadAdmission applies the fleet-wide limits of uploads, beyond the
-// per-key request rate the HTTP layer checks: the upload rate per
+// per-key request rate the edge checks (RequestsKey with ClassFiles): the upload rate per
 // workspace, the rolling byte budget per workspace (charged the declared
 // size up front, reconciled with the real size at the end) and the number
 // of uploads in flight per key (a lease that expires if the replica dies).
@@ -66,29 +70,29 @@ type UploadAdmission struct {
 
 // Admit charges one upload of workspaceID by keyID, declared bytes long. It
 // returns ErrExceedsBurst (an *ExceedsBurstError) when declared is more than
-// the whole byte budget — no wait would help, so the answer is 413 — and a
-// *LimitedError when a limit denies now. release must be called exactly once
+// the whole byte budget — no wait would help: the upload is too large, not
+// too soon — and a *LimitedError when a limit denies now. release must be called exactly once
 // with the bytes actually stored (0 on failure): it refunds the unused part
 // of the declared size and ends the lease.
 func (a *UploadAdmission) Admit(ctx context.Context, keyID, workspaceID string, declared int64) (release func(actual int64), err error) {
 	endLease := func() {}
 	if a.InFlight != nil && a.MaxInFlight > 0 {
 		var ok bool
-		endLease, ok, err = a.InFlight.Acquire(ctx, "uploads:key:"+keyID, a.MaxInFlight, a.leaseTTL())
+		endLease, ok, err = a.InFlight.Acquire(ctx, UploadsInFlightKey(keyID), a.MaxInFlight, a.leaseTTL())
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, &LimitedError{Decision: Decision{RetryAfter: time.Second}, Reason: "uploads_in_flight", err: ErrTooManyUploads}
+			return nil, &LimitedError{Decision: inFlightDenial(a.MaxInFlight), Reason: LimitUploadsInFlight, err: ErrTooManyUploads}
 		}
 	}
-	bytesKey := "upload_bytes:ws:" + workspaceID
+	bytesKey := UploadBytesKey(workspaceID)
 	charged := max(declared, 1)
 	checks := []Check{{Key: bytesKey, Limit: a.Bytes, Cost: charged}}
-	reasons := []string{"upload_bytes"}
+	reasons := []string{LimitUploadBytes}
 	if a.Files != (Limit{}) {
-		checks = append(checks, Check{Key: "files:ws:" + workspaceID, Limit: a.Files, Cost: 1})
-		reasons = append(reasons, "files")
+		checks = append(checks, Check{Key: UploadsKey(workspaceID), Limit: a.Files, Cost: 1})
+		reasons = append(reasons, LimitUploads)
 	}
 	ds, err := AllowAll(ctx, a.Limiter, checks)
 	if err != nil {
@@ -115,6 +119,13 @@ func (a *UploadAdmission) Admit(ctx context.Context, keyID, workspaceID string, 
 		}
 		endLease()
 	}, nil
+}
+
+// inFlightDenial describes a full in-flight limit: max slots, none free.
+// When one frees is not known (leases end with their uploads), so the wait
+// it suggests, and the time to a free slot, is one second.
+func inFlightDenial(max int) Decision {
+	return Decision{Limit: max, RetryAfter: time.Second, ResetAfter: time.Second}
 }
 
 func (a *UploadAdmission) leaseTTL() time.Duration {

@@ -34,7 +34,7 @@ func TestAdmissionByteBudget(t *testing.T) {
 	// Only 200 left now: 300 must wait, with a Retry-After.
 	_, err = a.Admit(ctx, "k", "w", 300)
 	var le *LimitedError
-	if !errors.As(err, &le) || !errors.Is(err, ErrRateLimited) || le.Reason != "upload_bytes" || le.RetryAfterSeconds() < 1 {
+	if !errors.As(err, &le) || !errors.Is(err, ErrRateLimited) || le.Reason != LimitUploadBytes || le.Decision.RetryAfter <= 0 || le.Decision.Limit != 1000 {
 		t.Fatalf("over the remaining budget: %v, want a LimitedError on upload_bytes", err)
 	}
 	// The upload turned out to be 100 bytes: 700 come back.
@@ -65,8 +65,15 @@ func TestAdmissionInFlightPerKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Admit(ctx, "k", "w", 1); !errors.Is(err, ErrTooManyUploads) {
-		t.Fatalf("third upload in flight: %v, want ErrTooManyUploads", err)
+	_, err = a.Admit(ctx, "k", "w", 1)
+	var le *LimitedError
+	if !errors.Is(err, ErrTooManyUploads) || !errors.As(err, &le) {
+		t.Fatalf("third upload in flight: %v, want a LimitedError wrapping ErrTooManyUploads", err)
+	}
+	// The denial describes the in-flight limit, not a rate.
+	want := Decision{Limit: 2, RetryAfter: time.Second, ResetAfter: time.Second}
+	if le.Reason != LimitUploadsInFlight || le.Decision != want {
+		t.Errorf("denial = %q %+v, want %q %+v", le.Reason, le.Decision, LimitUploadsInFlight, want)
 	}
 	if _, err := a.Admit(ctx, "other-key", "w", 1); err != nil {
 		t.Fatalf("another key is not capped by this one: %v", err)
@@ -91,8 +98,15 @@ func TestAdmissionDeniedChargesNothing(t *testing.T) {
 	}
 	r(500)
 	// The files rate denies the second upload; its bytes must not be kept.
-	if _, err := a.Admit(ctx, "k", "w", 400); !errors.Is(err, ErrRateLimited) {
-		t.Fatalf("second upload: %v, want ErrRateLimited", err)
+	_, err = a.Admit(ctx, "k", "w", 400)
+	var le *LimitedError
+	if !errors.Is(err, ErrRateLimited) || !errors.As(err, &le) {
+		t.Fatalf("second upload: %v, want a LimitedError wrapping ErrRateLimited", err)
+	}
+	// The denial carries the decision of the limit that denied, not of the
+	// byte budget that had room.
+	if le.Reason != LimitUploads || le.Decision.Allowed || le.Decision.Limit != 1 || le.Decision.RetryAfter <= 0 {
+		t.Errorf("denial = %q %+v, want the files rate's", le.Reason, le.Decision)
 	}
 	a.Files = Limit{}
 	if r, err := a.Admit(ctx, "k", "w", 500); err != nil {
@@ -101,7 +115,7 @@ func TestAdmissionDeniedChargesNothing(t *testing.T) {
 		r(500)
 	}
 	// And the denied upload released its in-flight lease.
-	if got := a.InFlight.(*LocalInFlight).InUse("uploads:key:k"); got != 0 {
+	if got := a.InFlight.(*LocalInFlight).InUse(UploadsInFlightKey("k")); got != 0 {
 		t.Fatalf("leases in use = %d, want 0", got)
 	}
 }

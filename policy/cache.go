@@ -83,7 +83,7 @@ type CacheOptions struct {
 //     view: the shared remainder at its last reservation plus its unused
 //     block, not the others' use since.
 //
-// While the shared limiter is a FailoverLimiter in its degraded state,
+// While the shared limiter is a redislimit.Failover in its degraded state,
 // blocks are taken from its local fallback instead, and unused units are
 // not given back (a give-back would land in the wrong bucket). Units left
 // from such a block are still admitted after Redis returns, uncharged
@@ -191,7 +191,7 @@ func NewCachedLimiter(next Limiter, opts CacheOptions) *CachedLimiter {
 // cached). A block plus the request that reserves it always fits the
 // burst. l must be valid.
 func (c *CachedLimiter) block(l Limit) int64 {
-	b := min(c.maxBlk, l.capacity()/c.share, l.capacity()-1)
+	b := min(c.maxBlk, l.Capacity()/c.share, l.Capacity()-1)
 	if b < minBlock {
 		return 0
 	}
@@ -218,7 +218,7 @@ func (c *CachedLimiter) nextBlock(e *cacheEntry, now, k int64) int64 {
 // clearlyUnder reports whether a key whose shared remainder is remaining
 // may reserve blocks: at least half its burst is left.
 func clearlyUnder(remaining int, l Limit) bool {
-	return int64(remaining)*2 >= l.capacity()
+	return int64(remaining)*2 >= l.Capacity()
 }
 
 func (c *CachedLimiter) clock() int64 { return int64(c.now().Sub(c.epoch)) }
@@ -228,15 +228,15 @@ func (c *CachedLimiter) shard(key string) *cacheShard {
 }
 
 // Allow implements Limiter. A cost-1 check of a key with reserved units
-// left is answered locally; every other check is one call to the shared
-// limiter (cost 1+block when it reserves), whose errors it returns as they
-// are.
+// left is answered locally (admitFromBlock); every other check is one call
+// to the shared limiter (allowShared: cost 1+block when it reserves), whose
+// errors it returns as they are.
 func (c *CachedLimiter) Allow(ctx context.Context, key string, l Limit, cost int64) (Decision, error) {
 	if cost != 1 {
 		return c.next.Allow(ctx, key, l, cost)
 	}
-	if err := validateCheck(l, cost); err != nil {
-		return Decision{Limit: int(l.capacity())}, err
+	if err := l.ValidateCost(cost); err != nil {
+		return l.Denial(), err
 	}
 	k := c.block(l)
 	if k == 0 {
@@ -246,74 +246,90 @@ func (c *CachedLimiter) Allow(ctx context.Context, key string, l Limit, cost int
 	sh := c.shard(key)
 	sh.mu.Lock()
 	e := sh.m[key]
-	var stale int64
-	var staleLimit Limit
-	if e != nil && e.limit != l && !e.busy {
-		// The limit of this key changed: its block was reserved under the
-		// old one. Give it back and start over.
-		stale, staleLimit, e.left = e.left, e.limit, 0
-		e.limit, e.remaining, e.resetAt, e.blk = l, 0, now, 0
-	}
+	stale, staleLimit := e.forgetOtherLimit(l, now)
 	if e != nil && e.limit == l && e.left >= 1 {
-		e.left--
-		e.lastUsed = now
-		d := e.decision(now)
-		refill := !e.busy && e.left < (e.blk+1)/2 && clearlyUnder(e.remaining, l) && c.startRefill()
-		var size int64
-		if refill {
-			e.busy = true
-			size = c.nextBlock(e, now, k)
-		}
+		d, refill := c.admitFromBlock(e, now, k)
 		sh.mu.Unlock()
-		if refill {
-			c.goRefill(key, e, l, size)
+		if refill > 0 {
+			c.goRefill(key, e, l, refill)
 		}
 		return d, nil
 	}
-
-	// Slow path: the shared limiter decides. A key checked less than Hold
-	// ago whose last known remainder is clearly under the limit reserves a
-	// block in the same call.
-	reserve, size := false, int64(0)
+	var size int64
 	if e == nil {
 		e = c.remember(sh, key, l, now)
-	} else if e.limit == l {
-		reserve = !e.busy && now-e.lastUsed < c.hold && clearlyUnder(e.remaining, l)
-		e.lastUsed = now
-		if reserve {
-			e.busy = true
-			size = c.nextBlock(e, now, k)
-		}
+	} else {
+		size = c.reservation(e, l, now, k)
 	}
 	sh.mu.Unlock()
 	if stale > 0 {
 		c.giveBack(key, staleLimit, stale)
 	}
+	return c.allowShared(ctx, sh, key, e, l, now, size)
+}
 
-	if reserve {
-		d, err := c.next.Allow(ctx, key, l, 1+size)
-		if err == nil && d.Allowed {
-			sh.mu.Lock()
-			kept := sh.m[key] == e
-			e.busy = false
-			if kept {
-				e.left += size
-				e.learn(d, now)
-				d = e.decision(now)
-			}
-			sh.mu.Unlock()
-			if !kept {
-				c.giveBack(key, l, size)
-			}
-			return d, nil
-		}
-		sh.mu.Lock()
-		e.busy = false
-		sh.mu.Unlock()
-		if err != nil {
+// forgetOtherLimit drops the block of a key whose limit changed to l: it
+// was reserved under the old limit, which it returns with the units to give
+// back under it. The entry starts over under l. e may be nil; an entry with
+// a reservation in flight is left alone until it lands. The shard's mutex
+// must be held.
+func (e *cacheEntry) forgetOtherLimit(l Limit, now int64) (units int64, old Limit) {
+	if e == nil || e.limit == l || e.busy {
+		return 0, Limit{}
+	}
+	units, old = e.left, e.limit
+	e.left = 0
+	e.limit, e.remaining, e.resetAt, e.blk = l, 0, now, 0
+	return units, old
+}
+
+// admitFromBlock is the fast path: it admits one request from e's reserved
+// units, and once half of the last block is used (and the key is still
+// clearly under its limit) marks e busy and returns the size of the next
+// block to reserve in the background, so the key's requests need not wait
+// for the shared limiter when this one runs out; 0 for none. It allocates
+// nothing. The shard's mutex must be held.
+func (c *CachedLimiter) admitFromBlock(e *cacheEntry, now, k int64) (Decision, int64) {
+	e.left--
+	e.lastUsed = now
+	d := e.decision(now)
+	if e.busy || e.left >= (e.blk+1)/2 || !clearlyUnder(e.remaining, e.limit) || !c.startRefill() {
+		return d, 0
+	}
+	e.busy = true
+	return d, c.nextBlock(e, now, k)
+}
+
+// reservation decides whether the shared call about to be made for e
+// reserves a block with the request: only for a key checked less than Hold
+// ago whose last known remainder is clearly under the limit, and with no
+// reservation in flight. It returns the block's size (0: check the request
+// alone) and marks e busy for a reservation. The shard's mutex must be
+// held.
+func (c *CachedLimiter) reservation(e *cacheEntry, l Limit, now, k int64) int64 {
+	if e.limit != l {
+		return 0 // a reservation under the old limit is still in flight
+	}
+	reserve := !e.busy && now-e.lastUsed < c.hold && clearlyUnder(e.remaining, l)
+	e.lastUsed = now
+	if !reserve {
+		return 0
+	}
+	e.busy = true
+	return c.nextBlock(e, now, k)
+}
+
+// allowShared is the slow path: the shared limiter decides. With size > 0
+// it first tries to charge the request and a block of size units in one
+// call; when the block does not fit, the request is checked alone. e (nil
+// when the cache holds too many keys) learns the shared answer. The shard's
+// mutex must not be held.
+func (c *CachedLimiter) allowShared(ctx context.Context, sh *cacheShard, key string, e *cacheEntry, l Limit, now, size int64) (Decision, error) {
+	if size > 0 {
+		d, reserved, err := c.reserve(ctx, sh, key, e, l, now, size)
+		if reserved || err != nil {
 			return d, err
 		}
-		// Not room for a block: check the request alone.
 	}
 	d, err := c.next.Allow(ctx, key, l, 1)
 	if err == nil && e != nil {
@@ -324,6 +340,29 @@ func (c *CachedLimiter) Allow(ctx context.Context, key string, l Limit, cost int
 		sh.mu.Unlock()
 	}
 	return d, err
+}
+
+// reserve charges the request and a block of size units for e in one
+// shared call, and reports whether they passed. The block's units go to e,
+// or back to the shared limiter if e was forgotten meanwhile (a sweep). It
+// clears the busy mark reservation set, whatever the outcome. The shard's
+// mutex must not be held.
+func (c *CachedLimiter) reserve(ctx context.Context, sh *cacheShard, key string, e *cacheEntry, l Limit, now, size int64) (Decision, bool, error) {
+	d, err := c.next.Allow(ctx, key, l, 1+size)
+	reserved := err == nil && d.Allowed
+	sh.mu.Lock()
+	e.busy = false
+	kept := reserved && sh.m[key] == e
+	if kept {
+		e.left += size
+		e.learn(d, now)
+		d = e.decision(now)
+	}
+	sh.mu.Unlock()
+	if reserved && !kept {
+		c.giveBack(key, l, size)
+	}
+	return d, reserved, err
 }
 
 // remember adds an entry for key when there is room (nil when there is
@@ -348,7 +387,7 @@ func (e *cacheEntry) learn(d Decision, now int64) {
 // decision is the answer for a request admitted from the block: this
 // replica's view of the bucket. The shard's mutex must be held.
 func (e *cacheEntry) decision(now int64) Decision {
-	capacity := e.limit.capacity()
+	capacity := e.limit.Capacity()
 	rem := min(int64(e.remaining)+e.left, capacity)
 	return Decision{
 		Allowed:    true,

@@ -9,8 +9,8 @@ import (
 // charged in 100 steps must not deny the 100th): a request that would end
 // within min(1 µs, T/2) past the tolerance still passes. Half an interval
 // at most, so it never admits an extra unit; Remaining uses the same slack,
-// so it is always the largest cost that would pass now. The Lua script in
-// ratelimit_redis.go uses the same slack, so both limiters agree.
+// so it is always the largest cost that would pass now. The Lua script of
+// policy/redislimit uses the same slack, so both limiters agree.
 const gcraSlack = float64(time.Microsecond)
 
 func slackFor(t float64) float64 { return math.Min(gcraSlack, t/2) }
@@ -23,8 +23,8 @@ func slackFor(t float64) float64 { return math.Min(gcraSlack, t/2) }
 //
 // This is the reference for the Lua script: keep the two in step.
 func gcraStep(tat, now float64, l Limit, cost int64) (float64, Decision) {
-	t := l.interval()
-	capacity := l.capacity()
+	t := l.Interval()
+	capacity := l.Capacity()
 	tau := t * float64(capacity)
 	slack := slackFor(t)
 	if tat < now {

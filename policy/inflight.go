@@ -26,7 +26,9 @@ type InFlight interface {
 
 func noRelease() {}
 
-func validateInFlight(max int, ttl time.Duration) error {
+// ValidateInFlight returns an error wrapping ErrInvalidLimit when an InFlight
+// cannot honour max and ttl. Implementations call it before any I/O.
+func ValidateInFlight(max int, ttl time.Duration) error {
 	switch {
 	case max < 1:
 		return fmt.Errorf("%w: in-flight max %d must be at least 1", ErrInvalidLimit, max)
@@ -37,7 +39,7 @@ func validateInFlight(max int, ttl time.Duration) error {
 }
 
 // LocalInFlight counts in-flight operations in this process only: correct
-// for a single replica, and the fallback of FailoverInFlight. Leases need no
+// for a single replica, and the fallback of redislimit.Failover. Leases need no
 // expiry here (they die with the process), so ttl is only validated. Memory
 // is proportional to the keys with operations in flight.
 type LocalInFlight struct {
@@ -54,7 +56,7 @@ func NewLocalInFlight() *LocalInFlight {
 
 // Acquire implements InFlight; it fails only for an invalid max or ttl.
 func (l *LocalInFlight) Acquire(_ context.Context, key string, max int, ttl time.Duration) (func(), bool, error) {
-	if err := validateInFlight(max, ttl); err != nil {
+	if err := ValidateInFlight(max, ttl); err != nil {
 		return noRelease, false, err
 	}
 	l.mu.Lock()

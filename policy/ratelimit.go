@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
 	"time"
 )
 
-// Rate-limit errors. The HTTP layer maps them to statuses; none of them
+// Rate-limit errors. The edge decides how to answer them; none of them
 // carries Redis text or a secret.
 var (
 	// ErrInvalidLimit means a Limit (or a cost) cannot be evaluated: a
@@ -19,7 +17,7 @@ var (
 	// ErrExceedsBurst means the cost of one request is larger than the
 	// whole burst of its limit, so it can never pass however long the client
 	// waits (for the upload byte budget: the declared size exceeds the
-	// whole budget, a 413 rather than a 429). Returned as *ExceedsBurstError.
+	// whole budget: too large, not too soon). Returned as *ExceedsBurstError.
 	ErrExceedsBurst = errors.New("request cost exceeds the whole limit")
 	// ErrLimiterUnavailable wraps every failure of a shared (Redis) limiter
 	// to decide. The failover limiter never returns it: it answers from its
@@ -56,18 +54,20 @@ func (l Limit) Validate() error {
 	return nil
 }
 
-// capacity is the effective burst: at least one.
-func (l Limit) capacity() int64 {
+// Capacity is the effective burst, at least one: the most units an idle
+// key admits at once, and the Limit of every Decision under l.
+func (l Limit) Capacity() int64 {
 	if l.Burst < 1 {
 		return 1
 	}
 	return int64(l.Burst)
 }
 
-// interval is the emission interval in nanoseconds. Float arithmetic keeps
-// byte budgets exact enough (20 GiB per hour is 167.6 ns per byte) and can
-// not overflow for costs up to 1e11 and beyond.
-func (l Limit) interval() float64 { return float64(l.Per) / float64(l.Rate) }
+// Interval is the emission interval (Per/Rate) in nanoseconds. Float
+// arithmetic keeps byte budgets exact enough (20 GiB per hour is 167.6 ns
+// per byte) and cannot overflow for costs up to 1e11 and beyond. l must be
+// valid.
+func (l Limit) Interval() float64 { return float64(l.Per) / float64(l.Rate) }
 
 // Decision is the outcome of one limit check.
 type Decision struct {
@@ -86,37 +86,10 @@ type Decision struct {
 	ResetAfter time.Duration
 }
 
-// SetHeaders writes the rate-limit headers of d into h: RateLimit-Limit,
-// RateLimit-Remaining and RateLimit-Reset (seconds until the bucket is full,
-// rounded up) on every decision, and Retry-After (whole seconds, rounded up,
-// at least 1) only when the request was denied.
-func (d Decision) SetHeaders(h http.Header) {
-	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.ResetAfter), 10))
-	if !d.Allowed {
-		s := ceilSeconds(d.RetryAfter)
-		if s < 1 {
-			s = 1
-		}
-		h.Set("Retry-After", strconv.FormatInt(s, 10))
-	} else {
-		h.Del("Retry-After")
-	}
-}
-
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
-}
-
 // Limiter decides whether a request of a given cost may pass under a limit.
 //
-// The key names the limited subject and the limit together (for example
-// "default:key:<key id>" and "files:ws:<workspace id>"): two limits checked
-// with the same key share one bucket.
+// The key names the limited subject and the limit together (limitkeys.go
+// builds every key): two limits checked with the same key share one bucket.
 //
 // Cost is in the limit's units: 1 for a request, the declared size for a
 // byte budget (costs up to 1e11 and beyond are exact enough, nothing
@@ -157,8 +130,8 @@ func AllowAll(ctx context.Context, lim Limiter, checks []Check) ([]Decision, err
 	if b, ok := lim.(BatchLimiter); ok {
 		return b.AllowAll(ctx, checks)
 	}
-	if err := validateChecks(checks); err != nil {
-		return deniedFor(checks), err
+	if err := ValidateChecks(checks); err != nil {
+		return Denials(checks), err
 	}
 	ds := make([]Decision, len(checks))
 	for i, c := range checks {
@@ -238,33 +211,41 @@ func (e *ExceedsBurstError) Metadata() map[string]any {
 	return map[string]any{"cost": e.Cost, "limit": e.Burst}
 }
 
-// validateCheck returns ErrInvalidLimit or an *ExceedsBurstError for a check
-// that must not reach a backend.
-func validateCheck(l Limit, cost int64) error {
+// ValidateCost returns an error wrapping ErrInvalidLimit when l cannot be
+// evaluated, or an *ExceedsBurstError when cost is more than l's whole
+// burst. Every Limiter calls it before any I/O, so a check that can never
+// pass costs no round trip and charges nothing.
+func (l Limit) ValidateCost(cost int64) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	if c := l.capacity(); cost > c {
+	if c := l.Capacity(); cost > c {
 		return &ExceedsBurstError{Cost: cost, Burst: c}
 	}
 	return nil
 }
 
-func validateChecks(checks []Check) error {
+// Denial is the Decision that goes with an error of a check under l:
+// denied, nothing charged, and the limit's capacity for the headers.
+func (l Limit) Denial() Decision { return Decision{Limit: int(l.Capacity())} }
+
+// ValidateChecks is ValidateCost for every check of a batch: the first
+// error, or nil.
+func ValidateChecks(checks []Check) error {
 	for _, c := range checks {
-		if err := validateCheck(c.Limit, c.Cost); err != nil {
+		if err := c.Limit.ValidateCost(c.Cost); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// deniedFor is the answer that goes with a validation error: every check
-// denied, nothing charged.
-func deniedFor(checks []Check) []Decision {
+// Denials is the answer of a batch that goes with an error: one Denial per
+// check, nothing charged.
+func Denials(checks []Check) []Decision {
 	ds := make([]Decision, len(checks))
 	for i, c := range checks {
-		ds[i] = Decision{Limit: int(c.Limit.capacity())}
+		ds[i] = c.Limit.Denial()
 	}
 	return ds
 }

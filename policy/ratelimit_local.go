@@ -54,8 +54,8 @@ func NewLocalLimiter(opts LocalOptions) *LocalLimiter {
 // Allow implements Limiter. It never fails except for an invalid limit
 // (ErrInvalidLimit) or a cost over the burst (*ExceedsBurstError).
 func (l *LocalLimiter) Allow(_ context.Context, key string, lim Limit, cost int64) (Decision, error) {
-	if err := validateCheck(lim, cost); err != nil {
-		return Decision{Limit: int(lim.capacity())}, err
+	if err := lim.ValidateCost(cost); err != nil {
+		return lim.Denial(), err
 	}
 	now := l.elapsed()
 	l.mu.Lock()
@@ -67,8 +67,8 @@ func (l *LocalLimiter) Allow(_ context.Context, key string, lim Limit, cost int6
 // AllowAll implements BatchLimiter atomically: the checks are evaluated
 // under one lock and rolled back together when one denies.
 func (l *LocalLimiter) AllowAll(_ context.Context, checks []Check) ([]Decision, error) {
-	if err := validateChecks(checks); err != nil {
-		return deniedFor(checks), err
+	if err := ValidateChecks(checks); err != nil {
+		return Denials(checks), err
 	}
 	now := l.elapsed()
 	ds := make([]Decision, len(checks))

@@ -9,6 +9,7 @@ import (
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/gateway"
 	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/policy/redislimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -37,7 +38,7 @@ func openLimits(cfg config.Config, log *zap.Logger, reg prometheus.Registerer, c
 	)
 	if cfg.Redis.Enabled() {
 		redis.SetLogger(redisLog{log.Named("redis")})
-		client, err := policy.NewRedisClient(policy.RedisClientOptions{
+		client, err := redislimit.NewClient(redislimit.ClientOptions{
 			URL: cfg.Redis.URL, Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password,
 			Timeout: cfg.Redis.Timeout,
 		})
@@ -45,7 +46,7 @@ func openLimits(cfg config.Config, log *zap.Logger, reg prometheus.Registerer, c
 			return limitSet{}, nil, fmt.Errorf("redis: %w", err)
 		}
 		*closers = append(*closers, client.Close)
-		fl, err := policy.NewFailoverLimiter(client, policy.FailoverOptions{
+		fl, err := redislimit.NewFailover(client, redislimit.FailoverOptions{
 			Logger: log, Registerer: reg, ReplicasHint: cfg.Redis.ReplicasHint,
 			KeyPrefix: cfg.Redis.KeyPrefix, Timeout: cfg.Redis.Timeout,
 		})

@@ -1,4 +1,4 @@
-package policy
+package redislimit
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 func sharedRedis(t testing.TB) (redis.UniversalClient, string) {
 	t.Helper()
 	url := testenv.RedisURL(t)
-	c, err := NewRedisClient(RedisClientOptions{URL: url, Timeout: time.Second})
+	c, err := NewClient(ClientOptions{URL: url, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,29 +34,6 @@ func sharedRedis(t testing.TB) (redis.UniversalClient, string) {
 		t.Fatalf("ping %s: %v", testenv.RedisURLVar, err)
 	}
 	return c, "test:" + uuid.NewString()[:8] + ":"
-}
-
-// fakeClock is a settable clock for limiters.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	// Near real time, so times sent to Redis look like its own.
-	return &fakeClock{t: time.Now().Truncate(time.Second)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // redisServer is a redis-server process of the test's own, which it may

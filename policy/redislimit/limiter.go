@@ -1,4 +1,4 @@
-package policy
+package redislimit
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/aigateway/gateway/policy"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,7 +20,7 @@ const DefaultRateKeyPrefix = "gw:rl:"
 // for centuries (16 significant digits are reached around 2300).
 var redisEpoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// gcraScript is gcraStep (gcra.go) in Lua, in microseconds since redisEpoch,
+// gcraScript is policy.gcraStep (policy/gcra.go) in Lua, in microseconds since redisEpoch,
 // with the clock read from Redis TIME so every replica agrees on it.
 //
 //	KEYS[1]  the bucket's key; it holds the theoretical arrival time (TAT)
@@ -77,15 +78,15 @@ if remaining > big then remaining = big end
 return {allowed, remaining, retry, math.min(math.ceil(level), big)}
 `)
 
-// RedisLimiter is a GCRA limiter shared by every replica through Redis.
+// Limiter is a GCRA limiter shared by every replica through Redis.
 // Each decision touches exactly one key (no CROSSSLOT in a cluster) and runs
 // as one atomic script using the server's clock.
 //
 // It is safe for concurrent use. Every Redis failure is returned wrapped in
-// ErrLimiterUnavailable; wrap it in a FailoverLimiter to fail open instead.
-// The client should not retry (see NewRedisClient): a retry of a script
+// policy.ErrLimiterUnavailable; wrap it in a Failover to fail open instead.
+// The client should not retry (see NewClient): a retry of a script
 // that ran but whose reply was lost would charge twice.
-type RedisLimiter struct {
+type Limiter struct {
 	client redis.UniversalClient
 	prefix string
 	// now, when set, replaces Redis TIME (tests only: it makes the
@@ -93,26 +94,26 @@ type RedisLimiter struct {
 	now func() time.Time
 }
 
-var _ BatchLimiter = (*RedisLimiter)(nil)
+var _ policy.BatchLimiter = (*Limiter)(nil)
 
-// NewRedisLimiter returns a limiter storing its buckets under prefix
+// NewLimiter returns a limiter storing its buckets under prefix
 // (DefaultRateKeyPrefix when empty). Give replicas sharing limits the same
 // prefix, and unrelated deployments sharing a server different ones.
-func NewRedisLimiter(client redis.UniversalClient, prefix string) *RedisLimiter {
+func NewLimiter(client redis.UniversalClient, prefix string) *Limiter {
 	if prefix == "" {
 		prefix = DefaultRateKeyPrefix
 	}
-	return &RedisLimiter{client: client, prefix: prefix}
+	return &Limiter{client: client, prefix: prefix}
 }
 
 // Allow implements Limiter with one round trip.
-func (r *RedisLimiter) Allow(ctx context.Context, key string, l Limit, cost int64) (Decision, error) {
-	if err := validateCheck(l, cost); err != nil {
-		return Decision{Limit: int(l.capacity())}, err
+func (r *Limiter) Allow(ctx context.Context, key string, l policy.Limit, cost int64) (policy.Decision, error) {
+	if err := l.ValidateCost(cost); err != nil {
+		return l.Denial(), err
 	}
 	res, err := gcraScript.Run(ctx, r.client, []string{r.prefix + key}, r.args(l, cost)...).Result()
 	if err != nil {
-		return Decision{Limit: int(l.capacity())}, unavailable(err)
+		return l.Denial(), unavailable(err)
 	}
 	return parseGCRA(res, l)
 }
@@ -123,15 +124,15 @@ func (r *RedisLimiter) Allow(ctx context.Context, key string, l Limit, cost int6
 // denies, the others were charged and are refunded in a second round trip.
 // Between the two, concurrent requests see those keys charged, erring on
 // the side of the limit. If Redis fails midway, charges that landed stay.
-func (r *RedisLimiter) AllowAll(ctx context.Context, checks []Check) ([]Decision, error) {
-	if err := validateChecks(checks); err != nil {
-		return deniedFor(checks), err
+func (r *Limiter) AllowAll(ctx context.Context, checks []policy.Check) ([]policy.Decision, error) {
+	if err := policy.ValidateChecks(checks); err != nil {
+		return policy.Denials(checks), err
 	}
-	ds := deniedFor(checks)
+	ds := policy.Denials(checks)
 	if len(checks) == 0 {
 		return ds, nil
 	}
-	cmds, err := r.pipeline(ctx, checks, func(c Check) int64 { return c.Cost })
+	cmds, err := r.pipeline(ctx, checks, func(c policy.Check) int64 { return c.Cost })
 	if err != nil {
 		return ds, err
 	}
@@ -147,14 +148,14 @@ func (r *RedisLimiter) AllowAll(ctx context.Context, checks []Check) ([]Decision
 	if !denied {
 		return ds, nil
 	}
-	refunds := make([]Check, 0, len(checks))
+	refunds := make([]policy.Check, 0, len(checks))
 	for i, c := range checks {
 		if ds[i].Allowed && c.Cost > 0 {
 			refunds = append(refunds, c)
 		}
 	}
 	if len(refunds) > 0 {
-		if _, err := r.pipeline(ctx, refunds, func(c Check) int64 { return -c.Cost }); err != nil {
+		if _, err := r.pipeline(ctx, refunds, func(c policy.Check) int64 { return -c.Cost }); err != nil {
 			return ds, err
 		}
 	}
@@ -164,7 +165,7 @@ func (r *RedisLimiter) AllowAll(ctx context.Context, checks []Check) ([]Decision
 // pipeline runs the script once per check in one round trip, then once
 // more with EVAL for those that met NOSCRIPT (a fresh or flushed server;
 // NOSCRIPT means the script did not run, so nothing is charged twice).
-func (r *RedisLimiter) pipeline(ctx context.Context, checks []Check, cost func(Check) int64) ([]*redis.Cmd, error) {
+func (r *Limiter) pipeline(ctx context.Context, checks []policy.Check, cost func(policy.Check) int64) ([]*redis.Cmd, error) {
 	cmds := make([]*redis.Cmd, len(checks))
 	pipe := r.client.Pipeline()
 	for i, c := range checks {
@@ -198,10 +199,10 @@ func (r *RedisLimiter) pipeline(ctx context.Context, checks []Check, cost func(C
 	return cmds, nil
 }
 
-func (r *RedisLimiter) args(l Limit, cost int64) []any {
+func (r *Limiter) args(l policy.Limit, cost int64) []any {
 	args := []any{
-		strconv.FormatFloat(l.interval()/1e3, 'g', -1, 64),
-		l.capacity(),
+		strconv.FormatFloat(l.Interval()/1e3, 'g', -1, 64),
+		l.Capacity(),
 		cost,
 		"",
 	}
@@ -212,16 +213,16 @@ func (r *RedisLimiter) args(l Limit, cost int64) []any {
 }
 
 // parseGCRA decodes the script's reply.
-func parseGCRA(res any, l Limit) (Decision, error) {
-	d := Decision{Limit: int(l.capacity())}
+func parseGCRA(res any, l policy.Limit) (policy.Decision, error) {
+	d := l.Denial()
 	vals, ok := res.([]any)
 	if !ok || len(vals) != 4 {
-		return d, fmt.Errorf("%w: unexpected script reply %T", ErrLimiterUnavailable, res)
+		return d, fmt.Errorf("%w: unexpected script reply %T", policy.ErrLimiterUnavailable, res)
 	}
 	var n [4]int64
 	for i, v := range vals {
 		if n[i], ok = v.(int64); !ok {
-			return d, fmt.Errorf("%w: unexpected script reply element %T", ErrLimiterUnavailable, v)
+			return d, fmt.Errorf("%w: unexpected script reply element %T", policy.ErrLimiterUnavailable, v)
 		}
 	}
 	d.Allowed = n[0] == 1
@@ -247,8 +248,8 @@ func usToDuration(us int64) time.Duration {
 // unavailable wraps a Redis failure. Redis errors carry addresses and
 // server messages but never credentials.
 func unavailable(err error) error {
-	if errors.Is(err, ErrLimiterUnavailable) {
+	if errors.Is(err, policy.ErrLimiterUnavailable) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrLimiterUnavailable, err)
+	return fmt.Errorf("%w: %w", policy.ErrLimiterUnavailable, err)
 }

@@ -1,4 +1,4 @@
-package policy
+package redislimit
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/policy/limitertest"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
@@ -17,10 +19,10 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// failoverHarness is a FailoverLimiter with its logs, metrics and state
+// failoverHarness is a Failover with its logs, metrics and state
 // changes observable.
 type failoverHarness struct {
-	f       *FailoverLimiter
+	f       *Failover
 	reg     *prometheus.Registry
 	logs    *observer.ObservedLogs
 	changed chan struct{} // signalled after every state change
@@ -44,7 +46,7 @@ func newFailoverHarness(t *testing.T, client redis.UniversalClient, opts Failove
 		default:
 		}
 	}
-	f, err := NewFailoverLimiter(client, opts)
+	f, err := NewFailover(client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func (h *failoverHarness) changes() (down, up int) {
 // deadRedis is a client of a port nobody listens on.
 func deadRedis(t *testing.T) redis.UniversalClient {
 	t.Helper()
-	c, err := NewRedisClient(RedisClientOptions{URL: "redis://127.0.0.1:" + strconv.Itoa(freePort(t)), Timeout: 100 * time.Millisecond})
+	c, err := NewClient(ClientOptions{URL: "redis://127.0.0.1:" + strconv.Itoa(freePort(t)), Timeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,35 +104,35 @@ func TestGCRAFailover(t *testing.T) {
 	t.Run("healthy", func(t *testing.T) {
 		client, prefix := sharedRedis(t)
 		n := 0
-		runGCRATable(t, 2*time.Microsecond, func(t *testing.T, clock *fakeClock) Limiter {
+		limitertest.RunGCRA(t, 2*time.Microsecond, func(t *testing.T, now func() time.Time) policy.Limiter {
 			n++
 			h := newFailoverHarness(t, client, FailoverOptions{KeyPrefix: prefix + strconv.Itoa(n) + ":"})
-			h.f.redis.now = clock.Now
+			h.f.redis.now = now
 			return h.f
 		})
 	})
 	t.Run("degraded", func(t *testing.T) {
 		client := deadRedis(t)
-		runGCRATable(t, time.Microsecond, func(t *testing.T, clock *fakeClock) Limiter {
+		limitertest.RunGCRA(t, time.Microsecond, func(t *testing.T, now func() time.Time) policy.Limiter {
 			h := newFailoverHarness(t, client, FailoverOptions{ReplicasHint: 1})
-			h.f.local = NewLocalLimiter(LocalOptions{Now: clock.Now})
+			h.f.local = policy.NewLocalLimiter(policy.LocalOptions{Now: now})
 			return h.f
 		})
 	})
 }
 
 func TestFailoverLocalShare(t *testing.T) {
-	f := &FailoverLimiter{replicas: 3}
+	f := &Failover{replicas: 3}
 	tests := []struct {
-		in   Limit
+		in   policy.Limit
 		cost int64
-		want Limit
+		want policy.Limit
 	}{
-		{Limit{Rate: 600, Per: time.Minute, Burst: 100}, 1, Limit{Rate: 600, Per: 3 * time.Minute, Burst: 33}},
-		{Limit{Rate: 60, Per: time.Minute, Burst: 2}, 1, Limit{Rate: 60, Per: 3 * time.Minute, Burst: 1}},
+		{policy.Limit{Rate: 600, Per: time.Minute, Burst: 100}, 1, policy.Limit{Rate: 600, Per: 3 * time.Minute, Burst: 33}},
+		{policy.Limit{Rate: 60, Per: time.Minute, Burst: 2}, 1, policy.Limit{Rate: 60, Per: 3 * time.Minute, Burst: 1}},
 		// Fits the fleet's burst, not this replica's share: passes only on
 		// a full local bucket rather than never.
-		{Limit{Rate: 100, Per: time.Hour, Burst: 90}, 50, Limit{Rate: 100, Per: 3 * time.Hour, Burst: 50}},
+		{policy.Limit{Rate: 100, Per: time.Hour, Burst: 90}, 50, policy.Limit{Rate: 100, Per: 3 * time.Hour, Burst: 50}},
 	}
 	for _, tc := range tests {
 		if got := f.localLimit(tc.in, tc.cost); got != tc.want {
@@ -145,7 +147,7 @@ func TestFailoverFleetLimit(t *testing.T) {
 	client, prefix := sharedRedis(t)
 	a := newFailoverHarness(t, client, FailoverOptions{KeyPrefix: prefix, ReplicasHint: 2})
 	b := newFailoverHarness(t, client, FailoverOptions{KeyPrefix: prefix, ReplicasHint: 2})
-	l := Limit{Rate: 1, Per: time.Hour, Burst: 6}
+	l := policy.Limit{Rate: 1, Per: time.Hour, Burst: 6}
 	allowed := 0
 	for i := 0; i < 10; i++ {
 		for _, h := range []*failoverHarness{a, b} {
@@ -176,7 +178,7 @@ func TestFailoverCallerCancelIsNotAnOutage(t *testing.T) {
 	h := newFailoverHarness(t, client, FailoverOptions{KeyPrefix: prefix})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := h.f.Allow(ctx, "k", Limit{Rate: 1, Per: time.Second, Burst: 1}, 1); err != nil {
+	if _, err := h.f.Allow(ctx, "k", policy.Limit{Rate: 1, Per: time.Second, Burst: 1}, 1); err != nil {
 		t.Fatal(err)
 	}
 	if h.f.Degraded() {
@@ -196,14 +198,14 @@ func TestFailoverRedisKilled(t *testing.T) {
 		// margin covers scheduling on a loaded 2-core machine under -race.
 		margin = 500 * time.Millisecond
 	)
-	client, err := NewRedisClient(RedisClientOptions{URL: srv.URL(), Timeout: timeout})
+	client, err := NewClient(ClientOptions{URL: srv.URL(), Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
 	h := newFailoverHarness(t, client, FailoverOptions{ReplicasHint: 2, Timeout: timeout, ProbeInterval: 50 * time.Millisecond})
 	ctx := context.Background()
-	lookups := Limit{Rate: 1000, Per: time.Second, Burst: 1000}
+	lookups := policy.Limit{Rate: 1000, Per: time.Second, Burst: 1000}
 
 	// sharedEventually asserts that, within 5 s, a decision lands in Redis.
 	sharedEventually := func(key string) time.Duration {
@@ -214,7 +216,7 @@ func TestFailoverRedisKilled(t *testing.T) {
 			if err != nil || !d.Allowed {
 				t.Fatalf("Allow = %+v, %v", d, err)
 			}
-			if client.Exists(ctx, DefaultFailoverKeyPrefix+"rl:"+key).Val() == 1 {
+			if client.Exists(ctx, DefaultKeyPrefix+"rl:"+key).Val() == 1 {
 				return time.Since(start)
 			}
 			if time.Since(start) > 5*time.Second {
@@ -273,7 +275,7 @@ func TestFailoverRedisKilled(t *testing.T) {
 	t.Logf("fallback engaged %s after the kill", took)
 
 	// The local share: burst 4 across 2 replicas is 2 here.
-	small := Limit{Rate: 1, Per: time.Hour, Burst: 4}
+	small := policy.Limit{Rate: 1, Per: time.Hour, Burst: 4}
 	var got []bool
 	for i := 0; i < 3; i++ {
 		d, err := h.f.Allow(ctx, "fresh", small, 1)
@@ -354,7 +356,7 @@ func TestFailoverDegradedGauge(t *testing.T) {
 	if v := metricValue(t, h.f.m.degraded); v != 0 {
 		t.Fatalf("gauge = %v before any failure", v)
 	}
-	if _, err := h.f.Allow(context.Background(), "k", Limit{Rate: 1, Per: time.Second, Burst: 1}, 1); err != nil {
+	if _, err := h.f.Allow(context.Background(), "k", policy.Limit{Rate: 1, Per: time.Second, Burst: 1}, 1); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState(t, true, time.Second)
@@ -386,14 +388,14 @@ func TestFailoverSlowRedis(t *testing.T) {
 	srv := startRedisServer(t)
 	proxy := startSlowProxy(t, srv.Addr(), 2*time.Second)
 	const timeout = 150 * time.Millisecond
-	client, err := NewRedisClient(RedisClientOptions{URL: "redis://" + proxy.Addr(), Timeout: time.Second})
+	client, err := NewClient(ClientOptions{URL: "redis://" + proxy.Addr(), Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
 	// The limiter's own timeout binds even when the client's is looser.
 	h := newFailoverHarness(t, client, FailoverOptions{Timeout: timeout})
-	l := Limit{Rate: 10, Per: time.Second, Burst: 10}
+	l := policy.Limit{Rate: 10, Per: time.Second, Burst: 10}
 
 	start := time.Now()
 	d, err := h.f.Allow(context.Background(), "k", l, 1)
@@ -409,8 +411,8 @@ func TestFailoverSlowRedis(t *testing.T) {
 	}
 
 	start = time.Now()
-	ds, err := h.f.AllowAll(context.Background(), []Check{{"k", l, 1}, {"ws", l, 1}})
-	if err != nil || !Allowed(ds) {
+	ds, err := h.f.AllowAll(context.Background(), []policy.Check{{Key: "k", Limit: l, Cost: 1}, {Key: "ws", Limit: l, Cost: 1}})
+	if err != nil || !policy.Allowed(ds) {
 		t.Fatalf("AllowAll = %+v, %v", ds, err)
 	}
 	_, ok, err := h.f.InFlight().Acquire(context.Background(), "k", 1, time.Minute)
@@ -426,16 +428,16 @@ func TestFailoverSlowRedis(t *testing.T) {
 func TestFailoverErrorsAreTheCallers(t *testing.T) {
 	h := newFailoverHarness(t, deadRedis(t), FailoverOptions{})
 	ctx := context.Background()
-	if _, err := h.f.Allow(ctx, "k", Limit{}, 1); !errors.Is(err, ErrInvalidLimit) {
+	if _, err := h.f.Allow(ctx, "k", policy.Limit{}, 1); !errors.Is(err, policy.ErrInvalidLimit) {
 		t.Errorf("invalid limit: err = %v", err)
 	}
-	if _, err := h.f.Allow(ctx, "k", Limit{Rate: 1, Per: time.Second, Burst: 2}, 3); !errors.Is(err, ErrExceedsBurst) {
+	if _, err := h.f.Allow(ctx, "k", policy.Limit{Rate: 1, Per: time.Second, Burst: 2}, 3); !errors.Is(err, policy.ErrExceedsBurst) {
 		t.Errorf("cost over burst: err = %v", err)
 	}
 	if h.f.Degraded() {
 		t.Error("caller errors reached Redis")
 	}
-	if _, _, err := h.f.InFlight().Acquire(ctx, "k", 0, time.Second); !errors.Is(err, ErrInvalidLimit) {
+	if _, _, err := h.f.InFlight().Acquire(ctx, "k", 0, time.Second); !errors.Is(err, policy.ErrInvalidLimit) {
 		t.Errorf("invalid max: err = %v", err)
 	}
 }
@@ -443,12 +445,12 @@ func TestFailoverErrorsAreTheCallers(t *testing.T) {
 func TestFailoverMetricsRegisterOnce(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	client := deadRedis(t)
-	f, err := NewFailoverLimiter(client, FailoverOptions{Registerer: reg})
+	f, err := NewFailover(client, FailoverOptions{Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := NewFailoverLimiter(client, FailoverOptions{Registerer: reg}); err == nil {
+	if _, err := NewFailover(client, FailoverOptions{Registerer: reg}); err == nil {
 		t.Error("a second limiter registered the same metrics without error")
 	}
 }

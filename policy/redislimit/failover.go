@@ -1,4 +1,4 @@
-package policy
+package redislimit
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aigateway/gateway/policy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -14,16 +15,16 @@ import (
 
 // Defaults of FailoverOptions.
 const (
-	DefaultFailoverKeyPrefix = "gw:"
-	DefaultProbeInterval     = 500 * time.Millisecond
+	DefaultKeyPrefix     = "gw:"
+	DefaultProbeInterval = 500 * time.Millisecond
 )
 
-// FailoverOptions configures a FailoverLimiter.
+// FailoverOptions configures a Failover.
 type FailoverOptions struct {
 	// Logger receives one line per state change (nil: no logging).
 	Logger *zap.Logger
 	// Registerer receives the metrics (nil: not registered). Register one
-	// FailoverLimiter per registry: the metric names are fixed.
+	// Failover per registry: the metric names are fixed.
 	Registerer prometheus.Registerer
 	// ReplicasHint is how many replicas share the limits. While Redis is
 	// unavailable each replica allows 1/ReplicasHint of every limit (rate,
@@ -32,10 +33,10 @@ type FailoverOptions struct {
 	ReplicasHint int
 	// KeyPrefix starts every key this limiter writes: rate buckets under
 	// KeyPrefix+"rl:", leases under KeyPrefix+"if:". Default
-	// DefaultFailoverKeyPrefix.
+	// DefaultKeyPrefix.
 	KeyPrefix string
 	// Timeout bounds each Redis call, whatever the caller's context says
-	// (default DefaultRedisTimeout). Past it the call is answered locally.
+	// (default DefaultTimeout). Past it the call is answered locally.
 	Timeout time.Duration
 	// ProbeInterval is how often a degraded limiter checks whether Redis is
 	// back (default DefaultProbeInterval).
@@ -50,7 +51,7 @@ type FailoverOptions struct {
 	OnStateChange func(degraded bool)
 }
 
-// FailoverLimiter is the fleet-wide limiter for a replicated deployment:
+// Failover is the fleet-wide limiter for a replicated deployment:
 // decisions come from Redis while it answers, and from a local in-process
 // GCRA sized to limit/ReplicasHint while it does not. It never turns Redis
 // trouble into an error: unreachable, slow (past Timeout) or failing Redis
@@ -65,11 +66,11 @@ type FailoverOptions struct {
 //
 // It is safe for concurrent use. Close stops the probe; the Redis client
 // belongs to the caller.
-type FailoverLimiter struct {
-	redis    *RedisLimiter
-	leases   *RedisInFlight
-	local    *LocalLimiter
-	localIF  *LocalInFlight
+type Failover struct {
+	redis    *Limiter
+	leases   *InFlight
+	local    *policy.LocalLimiter
+	localIF  *policy.LocalInFlight
 	log      *zap.Logger
 	replicas int
 	timeout  time.Duration
@@ -84,11 +85,11 @@ type FailoverLimiter struct {
 	wg       sync.WaitGroup
 }
 
-var _ BatchLimiter = (*FailoverLimiter)(nil)
+var _ policy.BatchLimiter = (*Failover)(nil)
 
-// NewFailoverLimiter returns a FailoverLimiter on client. It fails only
+// NewFailover returns a Failover on client. It fails only
 // when the metrics cannot be registered.
-func NewFailoverLimiter(client redis.UniversalClient, opts FailoverOptions) (*FailoverLimiter, error) {
+func NewFailover(client redis.UniversalClient, opts FailoverOptions) (*Failover, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -96,10 +97,10 @@ func NewFailoverLimiter(client redis.UniversalClient, opts FailoverOptions) (*Fa
 		opts.ReplicasHint = 1
 	}
 	if opts.KeyPrefix == "" {
-		opts.KeyPrefix = DefaultFailoverKeyPrefix
+		opts.KeyPrefix = DefaultKeyPrefix
 	}
 	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultRedisTimeout
+		opts.Timeout = DefaultTimeout
 	}
 	if opts.ProbeInterval <= 0 {
 		opts.ProbeInterval = DefaultProbeInterval
@@ -108,11 +109,11 @@ func NewFailoverLimiter(client redis.UniversalClient, opts FailoverOptions) (*Fa
 	if err != nil {
 		return nil, err
 	}
-	return &FailoverLimiter{
-		redis:    NewRedisLimiter(client, opts.KeyPrefix+"rl:"),
-		leases:   NewRedisInFlight(client, opts.KeyPrefix+"if:"),
-		local:    NewLocalLimiter(LocalOptions{MaxKeys: opts.LocalMaxKeys}),
-		localIF:  NewLocalInFlight(),
+	return &Failover{
+		redis:    NewLimiter(client, opts.KeyPrefix+"rl:"),
+		leases:   NewInFlight(client, opts.KeyPrefix+"if:"),
+		local:    policy.NewLocalLimiter(policy.LocalOptions{MaxKeys: opts.LocalMaxKeys}),
+		localIF:  policy.NewLocalInFlight(),
 		log:      opts.Logger,
 		replicas: opts.ReplicasHint,
 		timeout:  opts.Timeout,
@@ -126,11 +127,11 @@ func NewFailoverLimiter(client redis.UniversalClient, opts FailoverOptions) (*Fa
 // Degraded reports whether decisions are currently local because Redis is
 // unavailable. Report it in /readyz detail; it should not fail readiness,
 // since the replica still serves.
-func (f *FailoverLimiter) Degraded() bool { return f.degraded.Load() }
+func (f *Failover) Degraded() bool { return f.degraded.Load() }
 
 // Close stops the background probe and waits for it. Decisions keep
 // working after Close (a Redis failure then stays degraded).
-func (f *FailoverLimiter) Close() error {
+func (f *Failover) Close() error {
 	f.mu.Lock()
 	if !f.closed {
 		f.closed = true
@@ -143,9 +144,9 @@ func (f *FailoverLimiter) Close() error {
 
 // Allow implements Limiter. Errors are only ErrInvalidLimit and
 // *ExceedsBurstError (checked against the shared limit, before any I/O).
-func (f *FailoverLimiter) Allow(ctx context.Context, key string, l Limit, cost int64) (Decision, error) {
-	if err := validateCheck(l, cost); err != nil {
-		return Decision{Limit: int(l.capacity())}, err
+func (f *Failover) Allow(ctx context.Context, key string, l policy.Limit, cost int64) (policy.Decision, error) {
+	if err := l.ValidateCost(cost); err != nil {
+		return l.Denial(), err
 	}
 	if !f.degraded.Load() {
 		rctx, cancel := context.WithTimeout(ctx, f.timeout)
@@ -165,10 +166,10 @@ func (f *FailoverLimiter) Allow(ctx context.Context, key string, l Limit, cost i
 }
 
 // AllowAll implements BatchLimiter, in one Redis round trip while Redis is
-// healthy (see RedisLimiter.AllowAll for the refund on denial).
-func (f *FailoverLimiter) AllowAll(ctx context.Context, checks []Check) ([]Decision, error) {
-	if err := validateChecks(checks); err != nil {
-		return deniedFor(checks), err
+// healthy (see Limiter.AllowAll for the refund on denial).
+func (f *Failover) AllowAll(ctx context.Context, checks []policy.Check) ([]policy.Decision, error) {
+	if err := policy.ValidateChecks(checks); err != nil {
+		return policy.Denials(checks), err
 	}
 	if !f.degraded.Load() {
 		rctx, cancel := context.WithTimeout(ctx, f.timeout)
@@ -182,9 +183,9 @@ func (f *FailoverLimiter) AllowAll(ctx context.Context, checks []Check) ([]Decis
 		}
 		f.failed(ctx, err)
 	}
-	local := make([]Check, len(checks))
+	local := make([]policy.Check, len(checks))
 	for i, c := range checks {
-		local[i] = Check{Key: c.Key, Limit: f.localLimit(c.Limit, c.Cost), Cost: c.Cost}
+		local[i] = policy.Check{Key: c.Key, Limit: f.localLimit(c.Limit, c.Cost), Cost: c.Cost}
 	}
 	ds, err := f.local.AllowAll(ctx, local)
 	if err == nil {
@@ -198,13 +199,13 @@ func (f *FailoverLimiter) AllowAll(ctx context.Context, checks []Check) ([]Decis
 // InFlight returns in-flight leases that share this limiter's Redis state
 // machine: Redis leases while healthy, local counts of max/ReplicasHint (at
 // least 1) while degraded. Its Acquire never returns Redis errors.
-func (f *FailoverLimiter) InFlight() InFlight { return failoverInFlight{f} }
+func (f *Failover) InFlight() policy.InFlight { return failoverInFlight{f} }
 
-type failoverInFlight struct{ f *FailoverLimiter }
+type failoverInFlight struct{ f *Failover }
 
 func (i failoverInFlight) Acquire(ctx context.Context, key string, max int, ttl time.Duration) (func(), bool, error) {
 	f := i.f
-	if err := validateInFlight(max, ttl); err != nil {
+	if err := policy.ValidateInFlight(max, ttl); err != nil {
 		return noRelease, false, err
 	}
 	if !f.degraded.Load() {
@@ -233,7 +234,7 @@ func (i failoverInFlight) Acquire(ctx context.Context, key string, max int, ttl 
 // and the burst divided, at least 1. A cost that fits the shared burst but
 // not the local share gets a burst of exactly its cost: it passes when the
 // local bucket is full rather than never.
-func (f *FailoverLimiter) localLimit(l Limit, cost int64) Limit {
+func (f *Failover) localLimit(l policy.Limit, cost int64) policy.Limit {
 	n := int64(f.replicas)
 	per := l.Per
 	if int64(per) > math.MaxInt64/n {
@@ -241,19 +242,19 @@ func (f *FailoverLimiter) localLimit(l Limit, cost int64) Limit {
 	} else {
 		per *= time.Duration(n)
 	}
-	burst := l.capacity() / n
+	burst := l.Capacity() / n
 	if burst < 1 {
 		burst = 1
 	}
 	if cost > burst {
 		burst = cost
 	}
-	return Limit{Rate: l.Rate, Per: per, Burst: int(burst)}
+	return policy.Limit{Rate: l.Rate, Per: per, Burst: int(burst)}
 }
 
 // failed records a Redis failure and switches to local decisions. A caller
 // that gave up (its context ended) says nothing about Redis.
-func (f *FailoverLimiter) failed(ctx context.Context, err error) {
+func (f *Failover) failed(ctx context.Context, err error) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -282,9 +283,9 @@ func (f *FailoverLimiter) failed(ctx context.Context, err error) {
 // (read-only replica, out of memory) stays degraded.
 const probeKey = "_probe"
 
-var probeLimit = Limit{Rate: 1 << 30, Per: time.Second, Burst: 1 << 30}
+var probeLimit = policy.Limit{Rate: 1 << 30, Per: time.Second, Burst: 1 << 30}
 
-func (f *FailoverLimiter) probe() {
+func (f *Failover) probe() {
 	defer f.wg.Done()
 	t := time.NewTicker(f.probeInt)
 	defer t.Stop()
@@ -304,7 +305,7 @@ func (f *FailoverLimiter) probe() {
 	}
 }
 
-func (f *FailoverLimiter) recovered() {
+func (f *Failover) recovered() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.degraded.Store(false)
@@ -369,7 +370,7 @@ func newFailoverMetrics(reg prometheus.Registerer) (failoverMetrics, error) {
 	return m, nil
 }
 
-func (m *failoverMetrics) count(backend int, d Decision) {
+func (m *failoverMetrics) count(backend int, d policy.Decision) {
 	m.decisions[backend][b2i(d.Allowed)].Inc()
 }
 

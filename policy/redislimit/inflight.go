@@ -1,4 +1,4 @@
-package policy
+package redislimit
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aigateway/gateway/policy"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
@@ -63,14 +64,14 @@ redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil(tonumber(last[2]) - now)))
 return 1
 `)
 
-// RedisInFlight shares in-flight leases between replicas through Redis: one
+// InFlight shares in-flight leases between replicas through Redis: one
 // sorted set per key, changed only by atomic scripts, so max holds across
 // the fleet. A held lease is renewed every ttl/3 in the background until
 // released; if the holder dies, its lease expires after ttl.
 //
 // It is safe for concurrent use. Redis failures are returned wrapped in
-// ErrLimiterUnavailable; FailoverLimiter.InFlight fails open instead.
-type RedisInFlight struct {
+// policy.ErrLimiterUnavailable; Failover.InFlight fails open instead.
+type InFlight struct {
 	client redis.UniversalClient
 	prefix string
 	// releaseTimeout bounds the ZREM of a release, which runs after the
@@ -79,22 +80,22 @@ type RedisInFlight struct {
 	now            func() time.Time // tests only: replaces Redis TIME
 }
 
-var _ InFlight = (*RedisInFlight)(nil)
+var _ policy.InFlight = (*InFlight)(nil)
 
-// NewRedisInFlight returns leases stored under prefix
+// NewInFlight returns leases stored under prefix
 // (DefaultInFlightKeyPrefix when empty).
-func NewRedisInFlight(client redis.UniversalClient, prefix string) *RedisInFlight {
+func NewInFlight(client redis.UniversalClient, prefix string) *InFlight {
 	if prefix == "" {
 		prefix = DefaultInFlightKeyPrefix
 	}
-	return &RedisInFlight{client: client, prefix: prefix, releaseTimeout: time.Second}
+	return &InFlight{client: client, prefix: prefix, releaseTimeout: time.Second}
 }
 
 // Acquire implements InFlight with one round trip. The returned release
 // removes the lease with one more round trip (bounded by the client's
 // timeouts); if that fails, the lease expires after ttl.
-func (r *RedisInFlight) Acquire(ctx context.Context, key string, max int, ttl time.Duration) (func(), bool, error) {
-	if err := validateInFlight(max, ttl); err != nil {
+func (r *InFlight) Acquire(ctx context.Context, key string, max int, ttl time.Duration) (func(), bool, error) {
+	if err := policy.ValidateInFlight(max, ttl); err != nil {
 		return noRelease, false, err
 	}
 	id := uuid.NewString()
@@ -112,7 +113,7 @@ func (r *RedisInFlight) Acquire(ctx context.Context, key string, max int, ttl ti
 	return l.release, true, nil
 }
 
-func (r *RedisInFlight) nowArg() string {
+func (r *InFlight) nowArg() string {
 	if r.now == nil {
 		return ""
 	}
@@ -121,7 +122,7 @@ func (r *RedisInFlight) nowArg() string {
 
 // lease is one held slot.
 type lease struct {
-	r     *RedisInFlight
+	r     *InFlight
 	key   string
 	id    string
 	ttlMS int64
@@ -169,3 +170,7 @@ func max64(a, b int64) int64 {
 	}
 	return b
 }
+
+// noRelease is the release of a lease not granted (InFlight's contract:
+// release is never nil).
+func noRelease() {}

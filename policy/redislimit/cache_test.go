@@ -1,4 +1,4 @@
-package policy
+package redislimit
 
 import (
 	"context"
@@ -6,30 +6,45 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aigateway/gateway/policy"
 )
 
-// TestCachedLimiterOverRedis: three replicas, each a cache in front of its
-// own FailoverLimiter on one Redis, hammering one key concurrently, stay
-// within the shared GCRA bound; a busy key far from its limit costs one
-// Redis call per block; Close gives the unused units back to Redis.
+// countingLimiter counts the calls that reach the shared limiter.
+type countingLimiter struct {
+	next  policy.Limiter
+	calls atomic.Int64
+}
+
+func (c *countingLimiter) Allow(ctx context.Context, key string, l policy.Limit, cost int64) (policy.Decision, error) {
+	c.calls.Add(1)
+	return c.next.Allow(ctx, key, l, cost)
+}
+
+// TestCachedLimiterOverRedis: three replicas, each a policy.CachedLimiter
+// in front of its own Failover on one Redis, hammering one key
+// concurrently, stay within the shared GCRA bound; a busy key far from its
+// limit costs a Redis call per block, not per request; Close gives the
+// unused units back to Redis. (The cache's exact block arithmetic is
+// tested in policy against an in-process shared limiter.)
 func TestCachedLimiterOverRedis(t *testing.T) {
 	client, prefix := sharedRedis(t)
 	ctx := context.Background()
-	newReplica := func(t *testing.T, replicas int) (*CachedLimiter, *countingLimiter) {
-		f, err := NewFailoverLimiter(client, FailoverOptions{KeyPrefix: prefix, ReplicasHint: replicas, Timeout: time.Second})
+	newReplica := func(t *testing.T, replicas int) (*policy.CachedLimiter, *countingLimiter) {
+		f, err := NewFailover(client, FailoverOptions{KeyPrefix: prefix, ReplicasHint: replicas, Timeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = f.Close() })
 		counted := &countingLimiter{next: f}
-		c := NewCachedLimiter(counted, CacheOptions{ReplicasHint: replicas})
+		c := policy.NewCachedLimiter(counted, policy.CacheOptions{ReplicasHint: replicas})
 		t.Cleanup(func() { _ = c.Close() })
 		return c, counted
 	}
 
 	t.Run("fleet bound", func(t *testing.T) {
-		l := Limit{Rate: 100, Per: time.Second, Burst: 300}
-		caches := make([]*CachedLimiter, 3)
+		l := policy.Limit{Rate: 100, Per: time.Second, Burst: 300}
+		caches := make([]*policy.CachedLimiter, 3)
 		for i := range caches {
 			caches[i], _ = newReplica(t, len(caches))
 		}
@@ -55,7 +70,9 @@ func TestCachedLimiterOverRedis(t *testing.T) {
 		wg.Wait()
 		elapsed := time.Since(start)
 		bound := int64(l.Burst) + int64(elapsed.Seconds()*float64(l.Rate)) + 1
-		held := int64(3 * len(caches) * int(caches[0].block(l)) / 2)
+		// All replicas together hold at most 1.5/Share of the burst
+		// reserved (policy.CachedLimiter's bound).
+		held := int64(l.Burst) * 3 / (2 * policy.DefaultCacheShare)
 		n := admitted.Load()
 		t.Logf("admitted %d of 1800 in %v (bound %d)", n, elapsed, bound)
 		if n > bound || n < int64(l.Burst)-held {
@@ -64,35 +81,39 @@ func TestCachedLimiterOverRedis(t *testing.T) {
 	})
 
 	t.Run("busy key", func(t *testing.T) {
-		l := Limit{Rate: 1 << 30, Per: time.Second, Burst: 1 << 30}
+		l := policy.Limit{Rate: 1 << 30, Per: time.Second, Burst: 1 << 30}
 		c, counted := newReplica(t, 1)
-		c.async = func(f func()) { f() } // refills inline: one call per block exactly
 		const n = 2000
 		for i := range n {
 			if d, err := c.Allow(ctx, "busy", l, 1); err != nil || !d.Allowed {
 				t.Fatalf("request %d: %+v %v", i, d, err)
 			}
 		}
-		if calls, most := len(counted.calls()), 2+n/64; calls > most {
+		// Blocks grow to 1024 units; refills run in the background, and
+		// while one is in flight an exhausted block sends requests to
+		// Redis one by one, hence the slack over one call per block.
+		if calls, most := counted.calls.Load(), int64(n/8); calls > most {
 			t.Errorf("%d requests made %d Redis calls, want at most %d", n, calls, most)
 		}
 	})
 
 	t.Run("close gives back", func(t *testing.T) {
-		l := Limit{Rate: 1, Per: time.Hour, Burst: 100}
+		l := policy.Limit{Rate: 1, Per: time.Hour, Burst: 100}
 		c, _ := newReplica(t, 1)
 		for range 3 {
 			if d, err := c.Allow(ctx, "back", l, 1); err != nil || !d.Allowed {
 				t.Fatalf("%+v %v", d, err)
 			}
 		}
-		r := NewRedisLimiter(client, prefix+"rl:")
+		r := NewLimiter(client, prefix+"rl:")
 		before, err := r.Allow(ctx, "back", l, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := 100 - 2 - int(min(firstBlock, c.block(l))); before.Remaining != want {
-			t.Fatalf("Redis remainder with a block reserved = %d, want %d", before.Remaining, want)
+		// The second request reserved a block with itself: Redis has
+		// charged more than the three admitted.
+		if before.Remaining >= 97 {
+			t.Fatalf("Redis remainder = %d with a block reserved, want less than 97", before.Remaining)
 		}
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
@@ -111,12 +132,12 @@ func TestCachedLimiterOverRedis(t *testing.T) {
 // in front: a hot key far from its limit.
 func BenchmarkCachedAllowRedis(b *testing.B) {
 	client, prefix := sharedRedis(b)
-	f, err := NewFailoverLimiter(client, FailoverOptions{KeyPrefix: prefix})
+	f, err := NewFailover(client, FailoverOptions{KeyPrefix: prefix})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	c := NewCachedLimiter(f, CacheOptions{})
+	c := policy.NewCachedLimiter(f, policy.CacheOptions{})
 	defer c.Close()
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -130,12 +151,12 @@ func BenchmarkCachedAllowRedis(b *testing.B) {
 // BenchmarkCachedAllowRedisParallel: many requests of one hot key at once.
 func BenchmarkCachedAllowRedisParallel(b *testing.B) {
 	client, prefix := sharedRedis(b)
-	f, err := NewFailoverLimiter(client, FailoverOptions{KeyPrefix: prefix})
+	f, err := NewFailover(client, FailoverOptions{KeyPrefix: prefix})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	c := NewCachedLimiter(f, CacheOptions{})
+	c := policy.NewCachedLimiter(f, policy.CacheOptions{})
 	defer c.Close()
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -1,4 +1,4 @@
-package policy
+package redislimit
 
 import (
 	"crypto/tls"
@@ -11,16 +11,16 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// ErrInvalidRedisConfig is wrapped by every error of NewRedisClient.
-var ErrInvalidRedisConfig = errors.New("invalid redis configuration")
+// ErrInvalidConfig is wrapped by every error of NewClient.
+var ErrInvalidConfig = errors.New("invalid redis configuration")
 
-// DefaultRedisTimeout bounds every dial, read and write of a client made by
-// NewRedisClient when RedisClientOptions leaves Timeout zero.
-const DefaultRedisTimeout = 200 * time.Millisecond
+// DefaultTimeout bounds every dial, read and write of a client made by
+// NewClient when ClientOptions leaves Timeout zero.
+const DefaultTimeout = 200 * time.Millisecond
 
-// RedisClientOptions says how to reach Redis. Exactly one of URL and Addrs
+// ClientOptions says how to reach Redis. Exactly one of URL and Addrs
 // must be set.
-type RedisClientOptions struct {
+type ClientOptions struct {
 	// URL is a redis:// or rediss:// (TLS) URL of a single server, with
 	// optional user, password and database:
 	// redis://user:pass@host:6379/0.
@@ -38,7 +38,7 @@ type RedisClientOptions struct {
 	TLS bool
 
 	// Timeout bounds each dial, read and write (default
-	// DefaultRedisTimeout). Keep it small: a request waits at most this long
+	// DefaultTimeout). Keep it small: a request waits at most this long
 	// for a limit decision before the failover limiter answers locally.
 	Timeout time.Duration
 	// DialTimeout overrides Timeout for dials, e.g. across regions.
@@ -51,17 +51,17 @@ type RedisClientOptions struct {
 	PoolTimeout time.Duration
 }
 
-// NewRedisClient returns a client tuned for rate limiting: tight timeouts
+// NewClient returns a client tuned for rate limiting: tight timeouts
 // that also honour context deadlines (go-redis ignores them unless
 // ContextTimeoutEnabled), no command retries (a retried script whose reply
 // was lost would charge a limit twice), one dial attempt per command (the
 // failover limiter, not the client, decides when to try again), and a short
 // pool wait. The caller closes it.
 //
-// Errors wrap ErrInvalidRedisConfig and never contain the password.
-func NewRedisClient(o RedisClientOptions) (redis.UniversalClient, error) {
+// Errors wrap ErrInvalidConfig and never contain the password.
+func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultRedisTimeout
+		o.Timeout = DefaultTimeout
 	}
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = o.Timeout
@@ -71,16 +71,16 @@ func NewRedisClient(o RedisClientOptions) (redis.UniversalClient, error) {
 	}
 	switch {
 	case o.URL != "" && len(o.Addrs) > 0:
-		return nil, fmt.Errorf("%w: set either url or addrs, not both", ErrInvalidRedisConfig)
+		return nil, fmt.Errorf("%w: set either url or addrs, not both", ErrInvalidConfig)
 	case o.URL != "":
 		return newSingleClient(o)
 	case len(o.Addrs) > 0:
 		return newMultiClient(o), nil
 	}
-	return nil, fmt.Errorf("%w: neither url nor addrs is set", ErrInvalidRedisConfig)
+	return nil, fmt.Errorf("%w: neither url nor addrs is set", ErrInvalidConfig)
 }
 
-func newSingleClient(o RedisClientOptions) (redis.UniversalClient, error) {
+func newSingleClient(o ClientOptions) (redis.UniversalClient, error) {
 	// url.Parse errors quote the whole URL, password included: report only
 	// the cause.
 	u, err := url.Parse(o.URL)
@@ -89,16 +89,16 @@ func newSingleClient(o RedisClientOptions) (redis.UniversalClient, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("%w: url: %v", ErrInvalidRedisConfig, err)
+		return nil, fmt.Errorf("%w: url: %v", ErrInvalidConfig, err)
 	}
 	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, fmt.Errorf("%w: url scheme %q: want redis or rediss", ErrInvalidRedisConfig, u.Scheme)
+		return nil, fmt.Errorf("%w: url scheme %q: want redis or rediss", ErrInvalidConfig, u.Scheme)
 	}
 	opts, err := redis.ParseURL(o.URL)
 	if err != nil {
 		// go-redis errors past url.Parse name the path or an option, not
 		// the user info.
-		return nil, fmt.Errorf("%w: url: %v", ErrInvalidRedisConfig, err)
+		return nil, fmt.Errorf("%w: url: %v", ErrInvalidConfig, err)
 	}
 	if o.Username != "" {
 		opts.Username = o.Username
@@ -121,7 +121,7 @@ func newSingleClient(o RedisClientOptions) (redis.UniversalClient, error) {
 	return redis.NewClient(opts), nil
 }
 
-func newMultiClient(o RedisClientOptions) redis.UniversalClient {
+func newMultiClient(o ClientOptions) redis.UniversalClient {
 	uo := &redis.UniversalOptions{
 		Addrs:                 o.Addrs,
 		MasterName:            o.MasterName,

@@ -1,10 +1,12 @@
-package policy
+package redislimit
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/aigateway/gateway/policy"
 )
 
 // TestRedisLimiterScriptFlushed: a server that lost its script cache (a
@@ -13,22 +15,22 @@ import (
 // since flushing scripts is global.
 func TestRedisLimiterScriptFlushed(t *testing.T) {
 	srv := startRedisServer(t)
-	client, err := NewRedisClient(RedisClientOptions{URL: srv.URL(), Timeout: time.Second})
+	client, err := NewClient(ClientOptions{URL: srv.URL(), Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	lim := NewRedisLimiter(client, "")
+	lim := NewLimiter(client, "")
 	ctx := context.Background()
-	l := Limit{Rate: 10, Per: time.Minute, Burst: 10}
+	l := policy.Limit{Rate: 10, Per: time.Minute, Burst: 10}
 
 	for round := 0; round < 2; round++ {
 		if err := client.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := lim.AllowAll(ctx, []Check{{"a", l, 1}, {"b", l, 2}})
-		if err != nil || !Allowed(ds) {
-			t.Fatalf("round %d: AllowAll = %+v, %v", round, ds, err)
+		ds, err := lim.AllowAll(ctx, []policy.Check{{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: 2}})
+		if err != nil || !policy.Allowed(ds) {
+			t.Fatalf("round %d: policy.AllowAll = %+v, %v", round, ds, err)
 		}
 		if want := []int{9 - round, 8 - 2*round}; ds[0].Remaining != want[0] || ds[1].Remaining != want[1] {
 			t.Fatalf("round %d: remaining = %d, %d; want %v (each check charged once)", round, ds[0].Remaining, ds[1].Remaining, want)
@@ -49,17 +51,17 @@ func TestRedisLimiterScriptFlushed(t *testing.T) {
 // TestRedisLimiterErrorsWrapUnavailable: Redis trouble is reported as
 // ErrLimiterUnavailable by the plain Redis limiter.
 func TestRedisLimiterErrorsWrapUnavailable(t *testing.T) {
-	lim := NewRedisLimiter(deadRedis(t), "")
-	l := Limit{Rate: 1, Per: time.Second, Burst: 1}
+	lim := NewLimiter(deadRedis(t), "")
+	l := policy.Limit{Rate: 1, Per: time.Second, Burst: 1}
 	if _, err := lim.Allow(context.Background(), "k", l, 1); !isUnavailable(err) {
-		t.Errorf("Allow err = %v, want ErrLimiterUnavailable", err)
+		t.Errorf("Allow err = %v, want policy.ErrLimiterUnavailable", err)
 	}
-	if _, err := lim.AllowAll(context.Background(), []Check{{"k", l, 1}}); !isUnavailable(err) {
-		t.Errorf("AllowAll err = %v, want ErrLimiterUnavailable", err)
+	if _, err := lim.AllowAll(context.Background(), []policy.Check{{Key: "k", Limit: l, Cost: 1}}); !isUnavailable(err) {
+		t.Errorf("AllowAll err = %v, want policy.ErrLimiterUnavailable", err)
 	}
-	if _, _, err := NewRedisInFlight(deadRedis(t), "").Acquire(context.Background(), "k", 1, time.Second); !isUnavailable(err) {
-		t.Errorf("Acquire err = %v, want ErrLimiterUnavailable", err)
+	if _, _, err := NewInFlight(deadRedis(t), "").Acquire(context.Background(), "k", 1, time.Second); !isUnavailable(err) {
+		t.Errorf("Acquire err = %v, want policy.ErrLimiterUnavailable", err)
 	}
 }
 
-func isUnavailable(err error) bool { return errors.Is(err, ErrLimiterUnavailable) }
+func isUnavailable(err error) bool { return errors.Is(err, policy.ErrLimiterUnavailable) }

@@ -1,4 +1,4 @@
-package policy
+package redislimit
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestNewRedisClientOptions(t *testing.T) {
-	c, err := NewRedisClient(RedisClientOptions{URL: "rediss://u:secret@example.com:6380/3", Timeout: 150 * time.Millisecond})
+	c, err := NewClient(ClientOptions{URL: "rediss://u:secret@example.com:6380/3", Timeout: 150 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,17 +48,17 @@ func TestNewRedisClientOptions(t *testing.T) {
 func TestNewRedisClientKinds(t *testing.T) {
 	tests := []struct {
 		name string
-		o    RedisClientOptions
+		o    ClientOptions
 		want string
 	}{
-		{"url", RedisClientOptions{URL: "redis://127.0.0.1:6379"}, "*redis.Client"},
-		{"cluster", RedisClientOptions{Addrs: []string{"127.0.0.1:7000", "127.0.0.1:7001"}}, "*redis.ClusterClient"},
-		{"single-seed cluster", RedisClientOptions{Addrs: []string{"127.0.0.1:7000"}}, "*redis.ClusterClient"},
-		{"sentinel", RedisClientOptions{Addrs: []string{"127.0.0.1:26379"}, MasterName: "m"}, "*redis.Client"},
+		{"url", ClientOptions{URL: "redis://127.0.0.1:6379"}, "*redis.Client"},
+		{"cluster", ClientOptions{Addrs: []string{"127.0.0.1:7000", "127.0.0.1:7001"}}, "*redis.ClusterClient"},
+		{"single-seed cluster", ClientOptions{Addrs: []string{"127.0.0.1:7000"}}, "*redis.ClusterClient"},
+		{"sentinel", ClientOptions{Addrs: []string{"127.0.0.1:26379"}, MasterName: "m"}, "*redis.Client"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := NewRedisClient(tc.o)
+			c, err := NewClient(tc.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func typeName(c redis.UniversalClient) string {
 }
 
 func TestNewRedisClientErrorsHideThePassword(t *testing.T) {
-	tests := []RedisClientOptions{
+	tests := []ClientOptions{
 		{},
 		{URL: "redis://a:6379", Addrs: []string{"b:6379"}},
 		{URL: "http://user:hunter2@host:6379"},
@@ -90,9 +90,9 @@ func TestNewRedisClientErrorsHideThePassword(t *testing.T) {
 		{URL: "redis://user:hunter2@ho st:6379"},
 	}
 	for _, o := range tests {
-		_, err := NewRedisClient(o)
-		if !errors.Is(err, ErrInvalidRedisConfig) {
-			t.Errorf("%+v: err = %v, want ErrInvalidRedisConfig", o, err)
+		_, err := NewClient(o)
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: err = %v, want ErrInvalidConfig", o, err)
 			continue
 		}
 		if strings.Contains(err.Error(), "hunter2") {
@@ -106,7 +106,7 @@ func TestNewRedisClientErrorsHideThePassword(t *testing.T) {
 func TestRedisClientHonoursDeadline(t *testing.T) {
 	srv := startRedisServer(t)
 	proxy := startSlowProxy(t, srv.Addr(), 2*time.Second)
-	c, err := NewRedisClient(RedisClientOptions{URL: "redis://" + proxy.Addr(), Timeout: 100 * time.Millisecond})
+	c, err := NewClient(ClientOptions{URL: "redis://" + proxy.Addr(), Timeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

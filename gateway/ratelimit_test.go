@@ -1,0 +1,192 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aigateway/gateway/policy"
+)
+
+func TestSetRateLimitHeaders(t *testing.T) {
+	tests := []struct {
+		name string
+		d    policy.Decision
+		want map[string]string // "" means absent
+	}{
+		{
+			name: "allowed",
+			d:    policy.Decision{Allowed: true, Limit: 100, Remaining: 42, ResetAfter: 1500 * time.Millisecond},
+			want: map[string]string{"RateLimit-Limit": "100", "RateLimit-Remaining": "42", "RateLimit-Reset": "2", "Retry-After": ""},
+		},
+		{
+			name: "allowed full bucket",
+			d:    policy.Decision{Allowed: true, Limit: 5, Remaining: 5},
+			want: map[string]string{"RateLimit-Limit": "5", "RateLimit-Remaining": "5", "RateLimit-Reset": "0", "Retry-After": ""},
+		},
+		{
+			name: "denied rounds retry up",
+			d:    policy.Decision{Limit: 20, RetryAfter: 2001 * time.Millisecond, ResetAfter: 60 * time.Second},
+			want: map[string]string{"RateLimit-Limit": "20", "RateLimit-Remaining": "0", "RateLimit-Reset": "60", "Retry-After": "3"},
+		},
+		{
+			name: "denied with a sub-second wait still says one second",
+			d:    policy.Decision{Limit: 20, RetryAfter: time.Millisecond, ResetAfter: time.Millisecond},
+			want: map[string]string{"RateLimit-Reset": "1", "Retry-After": "1"},
+		},
+		{
+			name: "denied exact seconds",
+			d:    policy.Decision{Limit: 1, RetryAfter: 30 * time.Second, ResetAfter: 30 * time.Second},
+			want: map[string]string{"RateLimit-Reset": "30", "Retry-After": "30"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			h.Set("Retry-After", "stale")
+			setRateLimitHeaders(h, tc.d)
+			for k, want := range tc.want {
+				if got := h.Get(k); got != want {
+					t.Errorf("%s = %q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestDenialHeadersDescribeTheDenyingLimit: every 429 carries the headers
+// of the limit that denied it, never those of the per-key request limit
+// that let the request in with capacity left. The denials come from the
+// handler behind the files class's rate limit, as the upload admission's
+// do through the file service.
+func TestDenialHeadersDescribeTheDenyingLimit(t *testing.T) {
+	limits := &RateLimits{
+		Limiter: policy.NewLocalLimiter(policy.LocalOptions{}),
+		Default: policy.Limit{Rate: 600, Per: time.Minute, Burst: 100},
+		Files:   policy.Limit{Rate: 60, Per: time.Minute, Burst: 20},
+	}
+	// The denials the upload admission gives the file service: a byte
+	// budget with room for 200 bytes refusing 300, and a key with its one
+	// upload in flight.
+	start := time.Now()
+	admission := &policy.UploadAdmission{
+		Limiter:     policy.NewLocalLimiter(policy.LocalOptions{Now: func() time.Time { return start }}),
+		InFlight:    policy.NewLocalInFlight(),
+		Bytes:       policy.Limit{Rate: 1000, Per: time.Hour, Burst: 1000},
+		MaxInFlight: 1,
+	}
+	ctx := context.Background()
+	release, err := admission.Admit(ctx, "k1", "w1", 800)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release(800)
+	_, bytesDenial := admission.Admit(ctx, "k2", "w1", 300)
+	_, inFlightDenial := admission.Admit(ctx, "k1", "w2", 1)
+	if bytesDenial == nil || inFlightDenial == nil {
+		t.Fatalf("admission denied nothing: %v, %v", bytesDenial, inFlightDenial)
+	}
+	tests := []struct {
+		name string
+		err  error
+		want map[string]string // "" means absent
+	}{
+		{
+			name: "byte budget",
+			err:  fmt.Errorf("begin upload: %w", bytesDenial),
+			// 100 bytes too early at 3.6 s per byte: 6 minutes; 800 bytes
+			// charged take 48 minutes to refill.
+			want: map[string]string{"RateLimit-Limit": "1000", "RateLimit-Remaining": "200", "RateLimit-Reset": "2880", "Retry-After": "360"},
+		},
+		{
+			name: "uploads in flight",
+			err:  inFlightDenial,
+			want: map[string]string{"RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "1", "Retry-After": "1"},
+		},
+		{
+			name: "a 429 naming no limit",
+			err:  policy.ErrTooManyUploads,
+			want: map[string]string{"RateLimit-Limit": "", "RateLimit-Remaining": "", "RateLimit-Reset": "", "Retry-After": "1"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			api, _ := newTestAPI(t, Options{Limits: limits})
+			denied := api.adapt(func(http.ResponseWriter, *http.Request) error { return tc.err })
+			h := api.observe(api.authenticate(api.rateLimit(policy.ClassFiles)(denied)))
+			rec := do(t, h, "POST", "/api/v1/files", "standard", nil)
+			if rec.Code != http.StatusTooManyRequests {
+				t.Fatalf("status = %d, want 429", rec.Code)
+			}
+			for k, want := range tc.want {
+				if got := rec.Header().Get(k); got != want {
+					t.Errorf("%s = %q, want %q", k, got, want)
+				}
+			}
+			if env := decodeEnvelope(t, rec); env.Error.Message != msgRateLimited {
+				t.Errorf("message = %q, want %q", env.Error.Message, msgRateLimited)
+			}
+		})
+	}
+}
+
+// TestRequestLimitHeaders: the per-key limit of a class answers with its
+// own headers, on admission and on denial, and classes do not share a
+// bucket.
+func TestRequestLimitHeaders(t *testing.T) {
+	limits := &RateLimits{
+		Limiter: policy.NewLocalLimiter(policy.LocalOptions{}),
+		Default: policy.Limit{Rate: 1, Per: time.Hour, Burst: 3},
+		Files:   policy.Limit{Rate: 1, Per: time.Hour, Burst: 1},
+	}
+	api, _ := newTestAPI(t, Options{Limits: limits})
+	ok := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }
+	chain := func(c policy.Class) http.Handler {
+		return api.observe(api.authenticate(api.rateLimit(c)(http.HandlerFunc(ok))))
+	}
+	steps := []struct {
+		class                        policy.Class
+		status                       int
+		limit, remaining, retryAfter string
+	}{
+		{policy.ClassFiles, http.StatusNoContent, "1", "0", ""},
+		{policy.ClassFiles, http.StatusTooManyRequests, "1", "0", "3600"},
+		{policy.ClassDefault, http.StatusNoContent, "3", "2", ""},
+		{policy.ClassDefault, http.StatusNoContent, "3", "1", ""},
+	}
+	for i, st := range steps {
+		rec := do(t, chain(st.class), "GET", "/api/v1/models", "standard", nil)
+		got := []string{rec.Header().Get("RateLimit-Limit"), rec.Header().Get("RateLimit-Remaining"), rec.Header().Get("Retry-After")}
+		if rec.Code != st.status || got[0] != st.limit || got[1] != st.remaining || got[2] != st.retryAfter {
+			t.Errorf("step %d: %d %q, want %d [%s %s %s]", i, rec.Code, got, st.status, st.limit, st.remaining, st.retryAfter)
+		}
+	}
+}
+
+func TestRetryHeadersOfOtherStatuses(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		err    error
+		want   string
+	}{
+		{"unavailable asks for a second", http.StatusServiceUnavailable, errUnavailable, "1"},
+		{"a client error says nothing", http.StatusBadRequest, errBadRequest, ""},
+		{"a limit wrapped in a 503 keeps the 503's", http.StatusServiceUnavailable, fmt.Errorf("%w: %w", errUnavailable, policy.Denied(policy.Decision{Limit: 9, RetryAfter: time.Minute}, policy.LimitUploads)), "1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			h.Set("RateLimit-Limit", "100")
+			setRetryHeaders(h, tc.status, tc.err)
+			if got := h.Get("Retry-After"); got != tc.want {
+				t.Errorf("Retry-After = %q, want %q", got, tc.want)
+			}
+			if got := h.Get("RateLimit-Limit"); got != "100" {
+				t.Errorf("RateLimit-Limit = %q: only a 429 changes the request limit's headers", got)
+			}
+		})
+	}
+}

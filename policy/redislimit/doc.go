@@ -1,0 +1,11 @@
+// Package redislimit holds the limiters that share their state between
+// replicas through Redis: the GCRA Limiter (one Lua script per decision),
+// in-flight leases (InFlight), the Failover limiter that answers from local
+// per-replica shares while Redis is unavailable, and the Redis client
+// constructor tuned for them (NewClient).
+//
+// It is the only package that speaks to Redis. Only the wiring imports it;
+// everything else depends on policy.Limiter and policy.InFlight, and
+// policy.CachedLimiter (which only needs a policy.Limiter) goes in front of
+// a Failover to spare busy keys a round trip per request.
+package redislimit
