@@ -36,6 +36,7 @@ bench:
 	bench/lookup.sh
 	bench/limits.sh
 	bench/uploads.sh
+	bench/abuse.sh
 
 clean:
 	rm -rf bin .testenv
