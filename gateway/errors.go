@@ -1,11 +1,13 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"syscall"
 
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/files/sniff"
@@ -21,6 +23,12 @@ var (
 	// errBadRequest marks malformed input detected by the HTTP layer.
 	errBadRequest = errors.New("bad request")
 	errTooLarge   = errors.New("request payload too large")
+	// errBodyTimeout: the request body stopped arriving (its read deadline
+	// passed): 408.
+	errBodyTimeout = errors.New("request body timed out")
+	// errClientGone: the client closed or reset its connection mid-request.
+	// Nothing can be answered; the response is aborted.
+	errClientGone = errors.New("client went away")
 )
 
 // The spec's message texts, by status.
@@ -42,6 +50,7 @@ const (
 	msgModelNotAllowed    = "Model not allowed for this key"
 	msgQuotaExceeded      = "Workspace storage quota exceeded"
 	msgWorkspaceForbidden = "Workspace not accessible with this key"
+	msgRequestTimeout     = "Request timeout"
 	statusClientClosedReq = 499 // nginx's convention: the client went away; nothing is sent
 )
 
@@ -66,6 +75,7 @@ var errorTable = []errorKind{
 	{errMethodNotAllowed, http.StatusMethodNotAllowed, msgMethodNotAllowed},
 	{errBadRequest, http.StatusBadRequest, msgBadRequest},
 	{errTooLarge, http.StatusRequestEntityTooLarge, msgTooLarge},
+	{errBodyTimeout, http.StatusRequestTimeout, msgRequestTimeout},
 	{policy.ErrRateLimited, http.StatusTooManyRequests, msgRateLimited},
 	{policy.ErrTooManyUploads, http.StatusTooManyRequests, msgRateLimited},
 	{policy.ErrExceedsBurst, http.StatusRequestEntityTooLarge, msgTooLarge},
@@ -122,18 +132,26 @@ func classify(err error) (status int, message string) {
 }
 
 // writeError answers err in the envelope and logs it: 5xx at error level
-// with the internal text, 4xx at debug. A client that went away gets nothing.
+// with the internal text, 4xx at debug.
+//
+// A client that went away gets nothing, not even a status line: the
+// response is aborted (http.ErrAbortHandler), so net/http cannot fill in a
+// 200 for work that was not done. This covers a client that half-closes its
+// connection after sending (net/http cancels the request on that EOF, as it
+// cannot tell a half-close from a close): like nginx, the gateway treats it
+// as gone. Once an answer has begun, a failure aborts it too, so the client
+// sees a broken transfer rather than a short one that looks complete.
 func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err error) {
-	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+	if errors.Is(err, errClientGone) || r.Context().Err() != nil {
 		setStatus(r, statusClientClosedReq)
 		log.Debug("client closed request", zap.String("request_id", requestIDFrom(r.Context())), zap.Error(err))
-		return
+		panic(http.ErrAbortHandler)
 	}
 	status, message := classify(err)
 	if ex := exchangeFrom(r.Context()); ex != nil && ex.wrote {
-		// The answer has begun; all that is left is to record what happened.
+		// The answer has begun: record what happened and break the transfer.
 		log.Error("request failed after the response started", zap.Int("status", status), zap.String("request_id", ex.requestID), zap.Error(err))
-		return
+		panic(http.ErrAbortHandler)
 	}
 	env := envelope{Error: envelopeError{Code: status, Message: message}}
 	if status < 500 {
@@ -183,9 +201,10 @@ func (e *requestError) Metadata() map[string]any { return e.meta }
 
 // bodyReader reads a request body up to limit bytes and turns the failures
 // of reading it into answers of the error table: past the limit errTooLarge
-// (413; net/http then closes the connection rather than read the rest), any
-// other failure of the client's connection a 400 saying the body could not
-// be read. It is the one place that knows *http.MaxBytesError. It remembers
+// (413; net/http then closes the connection rather than read the rest), a
+// body that stopped arriving errBodyTimeout (408), a connection closed or
+// reset mid-body errClientGone (nothing answered), anything else (malformed
+// chunked framing) a 400 saying the body could not be read. It is the one place that knows *http.MaxBytesError. It remembers
 // the first failure, so a caller whose parser wrapped or replaced it can
 // still tell why the body ended.
 type bodyReader struct {
@@ -206,9 +225,14 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		return n, err
 	}
 	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
+	switch {
+	case errors.As(err, &tooLarge):
 		b.err = fmt.Errorf("%w: %w", errTooLarge, err)
-	} else {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		b.err = fmt.Errorf("%w: %w", errBodyTimeout, err)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, net.ErrClosed):
+		b.err = fmt.Errorf("%w: %w", errClientGone, err)
+	default:
 		b.err = &requestError{meta: map[string]any{"fields": map[string]any{"body": "could not be read"}}, cause: err}
 	}
 	return n, b.err

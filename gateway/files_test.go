@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
@@ -46,6 +48,9 @@ type fakeUpload struct {
 	// hideBodyErr replaces the body's error with one of its own, as a
 	// storage SDK or provider client may.
 	hideBodyErr bool
+	// commitWaits makes Commit wait for the request to end, as a store
+	// that is slow to answer would, and fail with its context's error.
+	commitWaits bool
 	writes      int
 	commits     int
 	aborts      int
@@ -65,8 +70,12 @@ func (u *fakeUpload) Write(_ context.Context, filename string, body io.Reader) e
 	return u.writeErr
 }
 
-func (u *fakeUpload) Commit(context.Context) (files.Record, error) {
+func (u *fakeUpload) Commit(ctx context.Context) (files.Record, error) {
 	u.commits++
+	if u.commitWaits {
+		<-ctx.Done()
+		return files.Record{}, fmt.Errorf("store: %w", ctx.Err())
+	}
 	if u.commitErr != nil {
 		return files.Record{}, u.commitErr
 	}
@@ -498,11 +507,58 @@ func TestUploadOfADepartedClientAnswersNothing(t *testing.T) {
 	ff.up.writeErr = context.Canceled
 	req := uploadRequest(strings.NewReader(form(filePart("a.txt", "x")))).WithContext(ctx)
 	cancel()
-	rec := serve(h, req)
+	rec := httptest.NewRecorder()
+	func() {
+		// The response is aborted, so net/http can write no status at all
+		// (it would otherwise default to 200 for work not done).
+		defer func() {
+			if p := recover(); p != http.ErrAbortHandler {
+				t.Fatalf("recovered %v, want http.ErrAbortHandler", p)
+			}
+		}()
+		h.ServeHTTP(rec, req)
+	}()
 	if rec.Body.Len() != 0 {
 		t.Fatalf("answered %q to a client that went away", rec.Body)
 	}
 	if ff.up.aborts != 1 || ff.up.commits != 0 {
 		t.Errorf("%d aborts, %d commits", ff.up.aborts, ff.up.commits)
+	}
+}
+
+// TestHalfClosedUploadIsNeverASuccess: a client that sends a complete upload
+// and half-closes its connection is treated as gone; when that cancels the
+// upload before it is stored, it must not read a success (net/http used to
+// fill in "200 OK" with an empty body for the work not done).
+func TestHalfClosedUploadIsNeverASuccess(t *testing.T) {
+	h, ff := newFilesAPI(t)
+	ff.up.commitWaits = true
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := form(filePart("a.txt", "hello"))
+	fmt.Fprintf(conn, "POST /api/v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer standard\r\n"+
+		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n%s", boundary, len(body), body)
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatalf("read: %v (got %q)", err, got)
+	}
+	if len(got) > 0 {
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(got)), nil)
+		if err == nil && resp.StatusCode < 300 {
+			t.Fatalf("a half-closed upload that was not stored was answered %s:\n%s", resp.Status, got)
+		}
+	}
+	srv.Close() // waits for the handler, so its counts can be read
+	if ff.up.aborts != 1 {
+		t.Errorf("%d aborts, want 1", ff.up.aborts)
 	}
 }

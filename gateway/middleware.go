@@ -132,7 +132,10 @@ func (a *API) observe(next http.Handler) http.Handler {
 		defer func() {
 			if rec := recover(); rec != nil {
 				if rec == http.ErrAbortHandler {
-					panic(rec) // net/http's way to abort a response; not a bug
+					// net/http's way to abort a response; not a bug. The
+					// exchange is logged before the abort goes on up.
+					a.record(r, ex, time.Since(start))
+					panic(rec)
 				}
 				a.log.Error("panic serving request",
 					zap.String("request_id", ex.requestID),
