@@ -102,7 +102,7 @@ func buildApp(ctx context.Context, cfg config.Config, getenv func(string) string
 		}
 	}
 
-	workspaces := workspace.NewService(st, catalogModels{a.catalog}, log)
+	workspaces := workspace.NewService(st, catalogModels{a.catalog})
 	a.files = files.NewService(files.Config{
 		MaxFileBytes:   int64(cfg.Limits.MaxFileBytes),
 		WorkspaceQuota: int64(cfg.Limits.WorkspaceStorageBytes),

@@ -81,7 +81,7 @@ func keysCreate(ctx context.Context, args []string, e env) error {
 	if *management {
 		key.Role = policy.RoleManagement
 	} else {
-		svc := workspace.NewService(st, nil, log)
+		svc := workspace.NewService(st, nil)
 		var w workspace.Workspace
 		if *ws == "" {
 			w, err = svc.Default(ctx, *user)
