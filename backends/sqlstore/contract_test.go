@@ -515,7 +515,18 @@ func testSlugRace(t *testing.T, b backend) {
 	}
 	close(start)
 	wg.Wait()
-	ok, taken := 0, 0
+	if ok, taken := slugRaceOutcome(t, errs); ok != 1 || taken != n-1 {
+		t.Errorf("%d created, %d ErrSlugTaken; want 1 and %d", ok, taken, n-1)
+	}
+	if c := count(t, s, `SELECT COUNT(*) FROM workspaces WHERE created_by = $1 AND slug = $2`, "alice", "race"); c != 1 {
+		t.Errorf("%d rows for the slug, want 1", c)
+	}
+}
+
+// slugRaceOutcome counts the successes and ErrSlugTaken among errs; any
+// other error fails the test.
+func slugRaceOutcome(t *testing.T, errs []error) (ok, taken int) {
+	t.Helper()
 	for _, err := range errs {
 		switch {
 		case err == nil:
@@ -523,15 +534,10 @@ func testSlugRace(t *testing.T, b backend) {
 		case errors.Is(err, workspace.ErrSlugTaken):
 			taken++
 		default:
-			t.Errorf("CreateWorkspace: %v", err)
+			t.Errorf("unexpected error: %v", err)
 		}
 	}
-	if ok != 1 || taken != n-1 {
-		t.Errorf("%d created, %d ErrSlugTaken; want 1 and %d", ok, taken, n-1)
-	}
-	if c := count(t, s, `SELECT COUNT(*) FROM workspaces WHERE created_by = $1 AND slug = $2`, "alice", "race"); c != 1 {
-		t.Errorf("%d rows for the slug, want 1", c)
-	}
+	return ok, taken
 }
 
 func idemFor(user, key string, w workspace.Workspace) *workspace.Idempotency {

@@ -258,18 +258,7 @@ func testWorkspaceUpdateSlugRace(t *testing.T, b backend) {
 	}
 	close(start)
 	wg.Wait()
-	ok, taken := 0, 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			ok++
-		case errors.Is(err, workspace.ErrSlugTaken):
-			taken++
-		default:
-			t.Errorf("UpdateWorkspace: %v", err)
-		}
-	}
-	if ok != 1 || taken != n-1 {
+	if ok, taken := slugRaceOutcome(t, errs); ok != 1 || taken != n-1 {
 		t.Errorf("%d renamed, %d ErrSlugTaken; want 1 and %d", ok, taken, n-1)
 	}
 }

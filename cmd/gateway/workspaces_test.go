@@ -45,13 +45,7 @@ var wsUUIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 func TestWorkspaces(t *testing.T) {
 	for _, sc := range metadataStores() {
 		t.Run(sc.name, func(t *testing.T) {
-			cfg := testConfig(t)
-			sc.configure(t, &cfg)
-			// The suite sends far more requests per key than the default
-			// burst allows; rate limits have their own tests.
-			off := false
-			cfg.Limits.Rate.Enabled = &off
-			g := startGateway(t, cfg)
+			g := startWorkspaceGateway(t, sc)
 
 			t.Run("CreateShapeAndDefaults", func(t *testing.T) { testWorkspaceCreateShape(t, g) })
 			t.Run("CreateEveryField", func(t *testing.T) { testWorkspaceCreateEveryField(t, g) })
@@ -67,6 +61,19 @@ func TestWorkspaces(t *testing.T) {
 			t.Run("DefaultWorkspace", func(t *testing.T) { testWorkspaceDefault(t, g) })
 		})
 	}
+}
+
+// startWorkspaceGateway starts a gateway on the store of sc for a workspace
+// suite.
+func startWorkspaceGateway(t *testing.T, sc storeCase) *testGateway {
+	t.Helper()
+	cfg := testConfig(t)
+	sc.configure(t, &cfg)
+	// The suites send far more requests per key than the default burst
+	// allows; rate limits have their own tests.
+	off := false
+	cfg.Limits.Rate.Enabled = &off
+	return startGateway(t, cfg)
 }
 
 // wsReply is one HTTP answer, read whole.
@@ -1176,11 +1183,7 @@ func testWorkspaceDefault(t *testing.T, g *testGateway) {
 func TestWorkspaceChanges(t *testing.T) {
 	for _, sc := range metadataStores() {
 		t.Run(sc.name, func(t *testing.T) {
-			cfg := testConfig(t)
-			sc.configure(t, &cfg)
-			off := false
-			cfg.Limits.Rate.Enabled = &off
-			g := startGateway(t, cfg)
+			g := startWorkspaceGateway(t, sc)
 
 			t.Run("List", func(t *testing.T) { testWorkspaceList(t, g) })
 			t.Run("ListParameters", func(t *testing.T) { testWorkspaceListParameters(t, g) })
