@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 )
@@ -54,20 +52,11 @@ type Catalog struct {
 // Load reads, validates and indexes the catalog file at path. A file that
 // breaks any rule is refused with a *LoadError listing every problem.
 func Load(path string) (*Catalog, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("catalog: read %s: %w", path, err)
-	}
-	c, err := build(data, path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return c, nil
+	return build(data, path)
 }
 
 // FromBytes builds a catalog from the contents of a catalog file, such as the

@@ -155,6 +155,8 @@ func (s *Source) report(err error) {
 	}
 }
 
+// readFile reads a catalog file, one byte past MaxFileBytes at most, so an
+// oversized file is refused by compile without being read whole.
 func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -83,6 +83,7 @@ var errorTable = []errorKind{
 	{workspace.ErrInvalid, http.StatusBadRequest, msgBadRequest},
 	{workspace.ErrSlugTaken, http.StatusConflict, msgConflict},
 	{workspace.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, msgIdempotencyReused},
+	{workspace.ErrNotDeletable, http.StatusBadRequest, msgBadRequest},
 	{files.ErrInvalidWorkspaceID, http.StatusBadRequest, msgBadRequest},
 	{files.ErrUnknownProvider, http.StatusBadRequest, msgBadRequest},
 	{files.ErrNoProviderKey, http.StatusBadRequest, msgBadRequest},

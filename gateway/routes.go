@@ -115,7 +115,10 @@ func (a *API) Handler() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(a.managementOnly)
 			r.Post(apiPrefix+"/workspaces", a.adapt(a.createWorkspace))
+			r.Get(apiPrefix+"/workspaces", a.adapt(a.listWorkspaces))
 			r.Get(apiPrefix+"/workspaces/{id}", a.adapt(a.getWorkspace))
+			r.Patch(apiPrefix+"/workspaces/{id}", a.adapt(a.updateWorkspace))
+			r.Delete(apiPrefix+"/workspaces/{id}", a.adapt(a.deleteWorkspace))
 		})
 
 		r.With(a.rateLimit(policy.ClassFiles)).Post(apiPrefix+"/files", a.adapt(a.uploadFile))

@@ -6,14 +6,18 @@ import (
 	"mime"
 	"net/http"
 
+	"go.uber.org/zap"
+
 	"github.com/aigateway/gateway/workspace"
 )
 
 // WorkspaceService is what the workspace routes need.
 type WorkspaceService interface {
-	ParseCreate(body []byte) (workspace.CreateRequest, error)
-	Create(ctx context.Context, userID string, req workspace.CreateRequest, idempotencyKey string) (workspace.Created, error)
+	Create(ctx context.Context, userID string, body []byte, idempotencyKey string) (workspace.Result, error)
 	Get(ctx context.Context, userID, idOrSlug string) (workspace.Workspace, error)
+	List(ctx context.Context, userID string, page workspace.Page) (workspace.Listing, error)
+	Update(ctx context.Context, userID, idOrSlug string, body []byte, idempotencyKey string) (workspace.Result, error)
+	Delete(ctx context.Context, userID, idOrSlug string) error
 }
 
 // maxJSONBody caps JSON request bodies; a workspace is well under 10 KiB.
@@ -22,36 +26,82 @@ const maxJSONBody = 64 << 10
 // maxIdempotencyKey bounds the Idempotency-Key header.
 const maxIdempotencyKey = 255
 
+// workspaceData is the {"data": Workspace} body of the workspace routes.
+type workspaceData struct {
+	Data workspace.Workspace `json:"data"`
+}
+
 func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if a.workspaces == nil {
 		return errUnavailable
 	}
+	body, idemKey, err := readWorkspaceRequest(w, r)
+	if err != nil {
+		return err
+	}
+	userID := keyFrom(r.Context()).UserID
+	res, err := a.workspaces.Create(r.Context(), userID, body, idemKey)
+	if err != nil {
+		return err
+	}
+	if !res.Replayed {
+		a.log.Info("workspace created", zap.String("workspace_id", res.Workspace.ID), zap.String("user_id", userID))
+	}
+	writeWorkspace(w, http.StatusCreated, res)
+	return nil
+}
+
+func (a *API) updateWorkspace(w http.ResponseWriter, r *http.Request) error {
+	if a.workspaces == nil {
+		return errUnavailable
+	}
+	id, err := pathSegment(r, "id")
+	if err != nil {
+		return err
+	}
+	body, idemKey, err := readWorkspaceRequest(w, r)
+	if err != nil {
+		return err
+	}
+	userID := keyFrom(r.Context()).UserID
+	res, err := a.workspaces.Update(r.Context(), userID, id, body, idemKey)
+	if err != nil {
+		return err
+	}
+	if !res.Replayed {
+		a.log.Info("workspace updated", zap.String("workspace_id", res.Workspace.ID), zap.String("user_id", userID))
+	}
+	writeWorkspace(w, http.StatusOK, res)
+	return nil
+}
+
+// readWorkspaceRequest reads a JSON body of at most maxJSONBody bytes and
+// the Idempotency-Key header, checking the HTTP layer's part: the media
+// type (absent is taken as JSON) and the key's form.
+func readWorkspaceRequest(w http.ResponseWriter, r *http.Request) (body []byte, idempotencyKey string, err error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return badRequest(map[string]any{"content_type": "must be application/json"})
+			return nil, "", badRequest(map[string]any{"content_type": "must be application/json"})
 		}
 	}
-	idemKey := r.Header.Get("Idempotency-Key")
-	if len(idemKey) > maxIdempotencyKey || !printableASCII(idemKey) {
-		return badRequest(map[string]any{"idempotency_key": "must be 1 to 255 printable ASCII characters"})
+	idempotencyKey = r.Header.Get("Idempotency-Key")
+	if len(idempotencyKey) > maxIdempotencyKey || !printableASCII(idempotencyKey) {
+		return nil, "", badRequest(map[string]any{"idempotency_key": "must be 1 to 255 printable ASCII characters"})
 	}
-	body, err := io.ReadAll(newBodyReader(w, r, maxJSONBody))
+	body, err = io.ReadAll(newBodyReader(w, r, maxJSONBody))
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	req, err := a.workspaces.ParseCreate(body)
-	if err != nil {
-		return err
-	}
-	created, err := a.workspaces.Create(r.Context(), keyFrom(r.Context()).UserID, req, idemKey)
-	if err != nil {
-		return err
-	}
-	if created.Replayed {
+	return body, idempotencyKey, nil
+}
+
+// writeWorkspace answers with {"data": Workspace}. A replay is encoded from
+// the recorded Workspace, which gives the bytes of the first answer.
+func writeWorkspace(w http.ResponseWriter, status int, res workspace.Result) {
+	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeBody(w, created.Status, created.Body)
-	return nil
+	writeJSON(w, status, workspaceData{res.Workspace})
 }
 
 func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request) error {
@@ -66,11 +116,48 @@ func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Data workspace.Workspace `json:"data"`
-	}{ws})
+	writeJSON(w, http.StatusOK, workspaceData{ws})
 	return nil
 }
+
+func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
+	if a.workspaces == nil {
+		return errUnavailable
+	}
+	page, err := workspace.ParsePage(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	list, err := a.workspaces.List(r.Context(), keyFrom(r.Context()).UserID, page)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Data       []workspace.Workspace `json:"data"`
+		TotalCount int                   `json:"total_count"`
+	}{list.Workspaces, list.Total})
+	return nil
+}
+
+func (a *API) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
+	if a.workspaces == nil {
+		return errUnavailable
+	}
+	id, err := pathSegment(r, "id")
+	if err != nil {
+		return err
+	}
+	userID := keyFrom(r.Context()).UserID
+	if err := a.workspaces.Delete(r.Context(), userID, id); err != nil {
+		return err
+	}
+	a.log.Info("workspace deleted", zap.String("workspace", id), zap.String("user_id", userID))
+	writeBody(w, http.StatusOK, deletedBody)
+	return nil
+}
+
+// deletedBody is the answer of a delete.
+var deletedBody = []byte(`{"deleted":true}`)
 
 func printableASCII(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -89,79 +89,168 @@ func (e *InvalidError) add(field, problem string) {
 	}
 }
 
-// ParseCreateRequest decodes a JSON body strictly: one object, no unknown,
-// duplicate or case-folded keys (encoding/json would silently accept all
-// three), no trailing data, and each field of the right type. Every problem
-// is reported at once in *InvalidError, named by field ("body" for problems
-// of the document itself).
-func ParseCreateRequest(body []byte) (CreateRequest, error) {
-	var req CreateRequest
-	bad := &InvalidError{}
+// Optional is one field of a partial update: Set when the body names it.
+// For a nullable field T is a pointer or slice, and a Set field with a nil
+// Value is an explicit null.
+type Optional[T any] struct {
+	Set   bool
+	Value T
+}
 
-	if !utf8.Valid(body) {
-		bad.add("body", "must be UTF-8 encoded JSON")
-		return req, bad
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		bad.add("body", "must be a JSON object")
-		return req, bad
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			bad.add("body", "malformed JSON")
-			return req, bad
+// UpdateRequest is the body of PATCH /workspaces/{id}, decoded: only the
+// fields that are Set change. A null description clears it to ""; a null
+// model, sort or key-id list clears it to null. Name and slug cannot be null.
+type UpdateRequest struct {
+	Name                            Optional[string]
+	Slug                            Optional[string]
+	Description                     Optional[*string]
+	DefaultTextModel                Optional[*string]
+	DefaultImageModel               Optional[*string]
+	DefaultProviderSort             Optional[*string]
+	IOLoggingAPIKeyIDs              Optional[[]string]
+	IOLoggingSamplingRate           Optional[float64]
+	IsDataDiscountLoggingEnabled    Optional[bool]
+	IsObservabilityBroadcastEnabled Optional[bool]
+	IsObservabilityIOLoggingEnabled Optional[bool]
+}
+
+// Empty reports whether u changes nothing (the body was {}).
+func (u UpdateRequest) Empty() bool {
+	return !(u.Name.Set || u.Slug.Set || u.Description.Set || u.DefaultTextModel.Set ||
+		u.DefaultImageModel.Set || u.DefaultProviderSort.Set || u.IOLoggingAPIKeyIDs.Set ||
+		u.IOLoggingSamplingRate.Set || u.IsDataDiscountLoggingEnabled.Set ||
+		u.IsObservabilityBroadcastEnabled.Set || u.IsObservabilityIOLoggingEnabled.Set)
+}
+
+// ParseCreateRequest decodes a creation body strictly (see
+// ParseUpdateRequest) and also requires name and slug. Every problem is
+// reported at once in *InvalidError.
+func ParseCreateRequest(body []byte) (CreateRequest, error) {
+	u, bad, whole := parseDocument(body)
+	if whole {
+		if !u.Name.Set && bad.Fields["name"] == "" {
+			bad.add("name", "required")
 		}
-		key := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			bad.add("body", "malformed JSON")
-			return req, bad
+		if !u.Slug.Set && bad.Fields["slug"] == "" {
+			bad.add("slug", "required")
 		}
-		if seen[key] {
-			bad.add(key, "duplicate key")
-			continue
-		}
-		seen[key] = true
-		decodeField(&req, key, raw, bad)
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		bad.add("body", "malformed JSON")
-		return req, bad
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		bad.add("body", "unexpected data after the JSON object")
-	}
-	if !seen["name"] {
-		bad.add("name", "required")
-	}
-	if !seen["slug"] {
-		bad.add("slug", "required")
-	}
-	validate(&req, seen, bad)
+	req := u.create()
 	if len(bad.Fields) > 0 {
 		return req, bad
 	}
 	return req, nil
 }
 
-// decodeField decodes one known field; names must match exactly.
-func decodeField(req *CreateRequest, key string, raw json.RawMessage, bad *InvalidError) {
-	isNull := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
-	str := func(dst *string) {
-		if err := json.Unmarshal(raw, dst); err != nil || isNull {
-			bad.add(key, "must be a string")
-		} else if replacedInvalid(raw, *dst) {
-			bad.add(key, "must be valid UTF-8")
+// ParseUpdateRequest decodes a JSON body strictly: one object, no unknown,
+// duplicate or case-folded keys (encoding/json would silently accept all
+// three), no trailing data, and each field of the right type and within the
+// limits of creation. Every problem is reported at once in *InvalidError,
+// named by field ("body" for problems of the document itself).
+func ParseUpdateRequest(body []byte) (UpdateRequest, error) {
+	u, bad, _ := parseDocument(body)
+	if len(bad.Fields) > 0 {
+		return u, bad
+	}
+	return u, nil
+}
+
+// parseDocument decodes and validates the fields present in body; both
+// operations share it so a field is judged the same way on each. whole is
+// false when the document could not be read to its end.
+func parseDocument(body []byte) (u UpdateRequest, bad *InvalidError, whole bool) {
+	bad = &InvalidError{}
+	if !utf8.Valid(body) {
+		bad.add("body", "must be UTF-8 encoded JSON")
+		return u, bad, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		bad.add("body", "must be a JSON object")
+		return u, bad, false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			bad.add("body", "malformed JSON")
+			return u, bad, false
+		}
+		key := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			bad.add("body", "malformed JSON")
+			return u, bad, false
+		}
+		if seen[key] {
+			bad.add(key, "duplicate key")
+			continue
+		}
+		seen[key] = true
+		decodeField(&u, key, raw, bad)
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		bad.add("body", "malformed JSON")
+		return u, bad, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		bad.add("body", "unexpected data after the JSON object")
+	}
+	validate(&u, bad)
+	return u, bad, true
+}
+
+// create is the creation request u stands for: an explicit null is the same
+// as an absent field there (the default applies).
+func (u UpdateRequest) create() CreateRequest {
+	req := CreateRequest{
+		Name:                u.Name.Value,
+		Slug:                u.Slug.Value,
+		Description:         u.Description.Value,
+		DefaultTextModel:    u.DefaultTextModel.Value,
+		DefaultImageModel:   u.DefaultImageModel.Value,
+		DefaultProviderSort: u.DefaultProviderSort.Value,
+		IOLoggingAPIKeyIDs:  u.IOLoggingAPIKeyIDs.Value,
+	}
+	if o := u.IOLoggingSamplingRate; o.Set {
+		req.IOLoggingSamplingRate = &o.Value
+	}
+	for _, f := range []struct {
+		o   Optional[bool]
+		dst **bool
+	}{
+		{u.IsDataDiscountLoggingEnabled, &req.IsDataDiscountLoggingEnabled},
+		{u.IsObservabilityBroadcastEnabled, &req.IsObservabilityBroadcastEnabled},
+		{u.IsObservabilityIOLoggingEnabled, &req.IsObservabilityIOLoggingEnabled},
+	} {
+		if f.o.Set {
+			v := f.o.Value
+			*f.dst = &v
 		}
 	}
-	optStr := func(dst **string) {
+	return req
+}
+
+// decodeField decodes one known field; names must match exactly. A field is
+// Set only when its value decoded.
+func decodeField(u *UpdateRequest, key string, raw json.RawMessage, bad *InvalidError) {
+	isNull := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+	str := func(dst *Optional[string]) {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil || isNull {
+			bad.add(key, "must be a string")
+		} else if replacedInvalid(raw, s) {
+			bad.add(key, "must be valid UTF-8")
+		} else {
+			*dst = Optional[string]{Set: true, Value: s}
+		}
+	}
+	nullableStr := func(dst *Optional[*string]) {
 		if isNull {
-			return // explicit null: same as absent
+			*dst = Optional[*string]{Set: true}
+			return
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
@@ -172,31 +261,32 @@ func decodeField(req *CreateRequest, key string, raw json.RawMessage, bad *Inval
 			bad.add(key, "must be valid UTF-8")
 			return
 		}
-		*dst = &s
+		*dst = Optional[*string]{Set: true, Value: &s}
 	}
-	optBool := func(dst **bool) {
+	boolean := func(dst *Optional[bool]) {
 		var b bool
 		if isNull || json.Unmarshal(raw, &b) != nil {
 			bad.add(key, "must be a boolean")
 			return
 		}
-		*dst = &b
+		*dst = Optional[bool]{Set: true, Value: b}
 	}
 	switch key {
 	case "name":
-		str(&req.Name)
+		str(&u.Name)
 	case "slug":
-		str(&req.Slug)
+		str(&u.Slug)
 	case "description":
-		optStr(&req.Description)
+		nullableStr(&u.Description)
 	case "default_text_model":
-		optStr(&req.DefaultTextModel)
+		nullableStr(&u.DefaultTextModel)
 	case "default_image_model":
-		optStr(&req.DefaultImageModel)
+		nullableStr(&u.DefaultImageModel)
 	case "default_provider_sort":
-		optStr(&req.DefaultProviderSort)
+		nullableStr(&u.DefaultProviderSort)
 	case "io_logging_api_key_ids":
 		if isNull {
+			u.IOLoggingAPIKeyIDs = Optional[[]string]{Set: true}
 			return
 		}
 		var ids []string
@@ -207,7 +297,7 @@ func decodeField(req *CreateRequest, key string, raw json.RawMessage, bad *Inval
 		if ids == nil {
 			ids = []string{}
 		}
-		req.IOLoggingAPIKeyIDs = ids
+		u.IOLoggingAPIKeyIDs = Optional[[]string]{Set: true, Value: ids}
 	case "io_logging_sampling_rate":
 		// json.Number also takes a quoted number ("0.5"); a string is not a number.
 		var n json.Number
@@ -220,45 +310,47 @@ func decodeField(req *CreateRequest, key string, raw json.RawMessage, bad *Inval
 			bad.add(key, "must be a number")
 			return
 		}
-		req.IOLoggingSamplingRate = &f
+		u.IOLoggingSamplingRate = Optional[float64]{Set: true, Value: f}
 	case "is_data_discount_logging_enabled":
-		optBool(&req.IsDataDiscountLoggingEnabled)
+		boolean(&u.IsDataDiscountLoggingEnabled)
 	case "is_observability_broadcast_enabled":
-		optBool(&req.IsObservabilityBroadcastEnabled)
+		boolean(&u.IsObservabilityBroadcastEnabled)
 	case "is_observability_io_logging_enabled":
-		optBool(&req.IsObservabilityIOLoggingEnabled)
+		boolean(&u.IsObservabilityIOLoggingEnabled)
 	default:
 		bad.add(key, "unknown field")
 	}
 }
 
-func validate(req *CreateRequest, seen map[string]bool, bad *InvalidError) {
-	if seen["name"] && bad.Fields["name"] == "" {
-		n := utf8.RuneCountInString(req.Name)
+// validate applies the limits of the spec to the fields that decoded.
+func validate(u *UpdateRequest, bad *InvalidError) {
+	if u.Name.Set {
+		name := u.Name.Value
+		n := utf8.RuneCountInString(name)
 		switch {
-		case !utf8.ValidString(req.Name):
+		case !utf8.ValidString(name):
 			bad.add("name", "must be valid UTF-8")
 		case n < 1 || n > MaxNameChars:
 			bad.add("name", fmt.Sprintf("must be 1 to %d characters", MaxNameChars))
-		case strings.TrimSpace(req.Name) == "":
+		case strings.TrimSpace(name) == "":
 			bad.add("name", "must not be blank")
-		case strings.IndexFunc(req.Name, unicode.IsControl) >= 0:
+		case strings.IndexFunc(name, unicode.IsControl) >= 0:
 			bad.add("name", "must not contain control characters")
 		}
 	}
-	if seen["slug"] && bad.Fields["slug"] == "" && !ValidSlug(req.Slug) {
+	if u.Slug.Set && !ValidSlug(u.Slug.Value) {
 		bad.add("slug", fmt.Sprintf("must be 1 to %d characters of lowercase letters and digits in segments joined by single hyphens", MaxSlugChars))
 	}
-	if d := req.Description; d != nil && utf8.RuneCountInString(*d) > MaxDescriptionChars {
+	if d := u.Description.Value; d != nil && utf8.RuneCountInString(*d) > MaxDescriptionChars {
 		bad.add("description", fmt.Sprintf("must be at most %d characters", MaxDescriptionChars))
 	}
-	if s := req.DefaultProviderSort; s != nil && !contains(ProviderSorts, *s) {
+	if s := u.DefaultProviderSort.Value; s != nil && !contains(ProviderSorts, *s) {
 		bad.add("default_provider_sort", "must be one of "+strings.Join(ProviderSorts, ", "))
 	}
-	if r := req.IOLoggingSamplingRate; r != nil && (math.IsNaN(*r) || *r < MinSamplingRate || *r > 1) {
+	if r := u.IOLoggingSamplingRate; r.Set && (math.IsNaN(r.Value) || r.Value < MinSamplingRate || r.Value > 1) {
 		bad.add("io_logging_sampling_rate", "must be between 0.0001 and 1")
 	}
-	if ids := req.IOLoggingAPIKeyIDs; len(ids) > maxAPIKeyIDs {
+	if ids := u.IOLoggingAPIKeyIDs.Value; len(ids) > maxAPIKeyIDs {
 		bad.add("io_logging_api_key_ids", fmt.Sprintf("must have at most %d entries", maxAPIKeyIDs))
 	} else {
 		for _, id := range ids {

@@ -1,5 +1,7 @@
 // Package workspace is the workspace service: validation, defaults, and
-// creation and lookup of a user's workspaces over a Store.
+// creation, lookup, listing, update and deletion of a user's workspaces over
+// a Store. It speaks no HTTP: it returns values and errors, and the edge
+// picks statuses and encodes bodies.
 package workspace
 
 import (
@@ -9,11 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"go.uber.org/zap"
 )
 
 // DefaultSlug is the slug of the workspace every user gets on first need.
@@ -24,109 +27,228 @@ type ModelResolver interface {
 	ModelExists(id string) bool
 }
 
-// Service creates and reads workspaces. It is safe for concurrent use.
+// Service creates, reads, changes and deletes workspaces. It is safe for concurrent use.
 type Service struct {
 	store  Store
 	models ModelResolver
-	log    *zap.Logger
 	now    func() time.Time
 }
 
 // NewService returns a Service over store; models may be nil to skip the
-// default-model checks.
-func NewService(store Store, models ModelResolver, log *zap.Logger) *Service {
-	return &Service{store: store, models: models, log: log, now: time.Now}
+// default-model checks. It logs nothing: the edge records what each request
+// did, and this package stays free of a logger (zap imports net/http).
+func NewService(store Store, models ModelResolver) *Service {
+	return &Service{store: store, models: models, now: time.Now}
 }
 
-// Created is the outcome of Create: the status and body to answer with.
-// Replayed is true when an earlier request with the same Idempotency-Key
-// produced them.
-type Created struct {
-	Status   int
-	Body     []byte
-	Replayed bool
+// Result is the workspace a Create or Update answers with. Replayed is true
+// when an earlier request with the same Idempotency-Key produced it.
+type Result struct {
+	Workspace Workspace
+	Replayed  bool
 }
 
-// ParseCreate decodes and validates a creation body, including that the
-// default models are ones the catalog serves, and reports every problem at
-// once in *InvalidError.
-func (s *Service) ParseCreate(body []byte) (CreateRequest, error) {
+// Create decodes and validates a creation body (every problem at once in
+// *InvalidError, including default models the catalog does not serve),
+// creates the workspace for userID and returns it. With a non-empty
+// idempotencyKey, a retry of the same request within IdempotencyTTL gets the
+// original workspace and creates nothing; the same key with a different
+// request is ErrIdempotencyMismatch.
+func (s *Service) Create(ctx context.Context, userID string, body []byte, idempotencyKey string) (Result, error) {
 	req, err := ParseCreateRequest(body)
-	bad := &InvalidError{}
-	if err != nil && !errors.As(err, &bad) {
-		return req, err
-	}
-	if mErr := s.checkModels(req); mErr != nil {
-		var mBad *InvalidError
-		if errors.As(mErr, &mBad) {
-			for f, p := range mBad.Fields {
-				bad.add(f, p)
-			}
-		}
-	}
-	if len(bad.Fields) > 0 {
-		return req, bad
-	}
-	return req, nil
-}
-
-// Create validates req, creates the workspace for userID and returns the
-// response to send. With a non-empty idempotencyKey, a retry of the same
-// request within IdempotencyTTL gets the original answer and creates
-// nothing; the same key with a different request is ErrIdempotencyMismatch.
-func (s *Service) Create(ctx context.Context, userID string, req CreateRequest, idempotencyKey string) (Created, error) {
-	if err := s.checkModels(req); err != nil {
-		return Created{}, err
+	if err = s.withModelChecks(err, req.DefaultTextModel, req.DefaultImageModel); err != nil {
+		return Result{}, err
 	}
 	w, err := s.build(userID, req)
 	if err != nil {
-		return Created{}, err
-	}
-	body, err := json.Marshal(struct {
-		Data Workspace `json:"data"`
-	}{w})
-	if err != nil {
-		return Created{}, err
+		return Result{}, err
 	}
 	var idem *Idempotency
 	if idempotencyKey != "" {
 		idem = &Idempotency{
 			UserID:      userID,
+			Scope:       ScopeCreate,
 			Key:         idempotencyKey,
 			RequestHash: requestHash(req),
-			Status:      http.StatusCreated,
-			Body:        body,
+			Workspace:   w,
 			CreatedAt:   w.CreatedAt,
 		}
 	}
 	prior, err := s.store.CreateWorkspace(ctx, w, idem)
 	if err != nil {
-		return Created{}, err
+		return Result{}, err
 	}
 	if prior != nil {
-		if prior.RequestHash != idem.RequestHash {
-			return Created{}, ErrIdempotencyMismatch
-		}
-		return Created{Status: prior.Status, Body: prior.Body, Replayed: true}, nil
+		return replay(prior, idem)
 	}
-	s.log.Info("workspace created", zap.String("workspace_id", w.ID), zap.String("user_id", userID))
-	return Created{Status: http.StatusCreated, Body: body}, nil
+	return Result{Workspace: w}, nil
+}
+
+// Update decodes and validates a partial-update body exactly as Create does
+// for the fields present, and applies it to userID's workspace idOrSlug. A
+// body of {} changes nothing, updated_at included: it answers with the
+// workspace as it is. Changing the default workspace's slug is refused
+// (*InvalidError naming slug), since Default finds it by that slug. The
+// Idempotency-Key works as for Create, in a scope of its own, and binds the
+// key to idOrSlug as well as to the body.
+func (s *Service) Update(ctx context.Context, userID, idOrSlug string, body []byte, idempotencyKey string) (Result, error) {
+	ref, ok := ParseRef(idOrSlug)
+	if !ok {
+		return Result{}, ErrNotFound
+	}
+	u, err := ParseUpdateRequest(body)
+	if err = s.withModelChecks(err, u.DefaultTextModel.Value, u.DefaultImageModel.Value); err != nil {
+		return Result{}, err
+	}
+	at := s.now().UTC().Truncate(time.Microsecond)
+	var idem *Idempotency
+	if idempotencyKey != "" {
+		idem = &Idempotency{
+			UserID: userID,
+			Scope:  ScopeUpdate,
+			Key:    idempotencyKey,
+			RequestHash: requestHash(struct {
+				Ref     Ref
+				Request UpdateRequest
+			}{ref, u}),
+			CreatedAt: at,
+		}
+	}
+	w, prior, err := s.store.UpdateWorkspace(ctx, userID, ref, u, at, idem)
+	if errors.Is(err, ErrDefaultSlug) {
+		return Result{}, &InvalidError{Fields: map[string]string{"slug": "cannot change: this is the default workspace"}}
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if prior != nil {
+		return replay(prior, idem)
+	}
+	return Result{Workspace: w}, nil
+}
+
+// replay answers a retry with the record of the first request.
+func replay(prior, idem *Idempotency) (Result, error) {
+	if prior.RequestHash != idem.RequestHash {
+		return Result{}, ErrIdempotencyMismatch
+	}
+	return Result{Workspace: prior.Workspace, Replayed: true}, nil
+}
+
+// Limits of a page of List.
+const (
+	DefaultPageLimit = 50
+	MaxPageLimit     = 100
+)
+
+// Page selects a slice of a user's workspaces.
+type Page struct {
+	Offset int
+	Limit  int
+}
+
+// ParsePage reads the offset and limit parameters of a decoded URL query:
+// offset >= 0, default 0; limit 1 to MaxPageLimit, default
+// DefaultPageLimit. A parameter that is given twice, empty, not a decimal
+// integer or out of range is named in *InvalidError; other parameters are
+// ignored.
+func ParsePage(query map[string][]string) (Page, error) {
+	p := Page{Offset: 0, Limit: DefaultPageLimit}
+	bad := &InvalidError{}
+	read := func(name string, dst *int, lo, hi int, problem string) {
+		vs, ok := query[name]
+		if !ok {
+			return
+		}
+		if len(vs) != 1 {
+			bad.add(name, "must be given once")
+			return
+		}
+		n, err := strconv.Atoi(vs[0])
+		// Atoi takes a sign; "+5" is not how anyone writes an offset.
+		if err != nil || n < lo || n > hi || strings.HasPrefix(vs[0], "+") {
+			bad.add(name, problem)
+			return
+		}
+		*dst = n
+	}
+	read("offset", &p.Offset, 0, math.MaxInt, "must be an integer >= 0")
+	read("limit", &p.Limit, 1, MaxPageLimit, fmt.Sprintf("must be an integer from 1 to %d", MaxPageLimit))
+	if len(bad.Fields) > 0 {
+		return Page{}, bad
+	}
+	return p, nil
+}
+
+// Listing is one page of a user's workspaces and how many there are.
+type Listing struct {
+	Workspaces []Workspace // never nil
+	Total      int
+}
+
+// List returns the page of userID's workspaces, ordered by created_at then
+// id. An offset past the end yields an empty page with the true total.
+func (s *Service) List(ctx context.Context, userID string, p Page) (Listing, error) {
+	ws, total, err := s.store.ListWorkspaces(ctx, userID, p.Offset, p.Limit)
+	if err != nil {
+		return Listing{}, err
+	}
+	if ws == nil {
+		ws = []Workspace{}
+	}
+	return Listing{Workspaces: ws, Total: total}, nil
+}
+
+// Delete removes userID's workspace idOrSlug. It is refused with
+// *NotDeletableError, changing nothing, for the default workspace and for
+// a workspace that holds files, keys or uploads in progress: nothing a user
+// stored is lost by a delete. Its slug is free again afterwards.
+func (s *Service) Delete(ctx context.Context, userID, idOrSlug string) error {
+	ref, ok := ParseRef(idOrSlug)
+	if !ok {
+		return ErrNotFound
+	}
+	return s.store.DeleteWorkspace(ctx, userID, ref)
 }
 
 // Get returns userID's workspace by UUID or slug. Another user's workspace
 // is ErrNotFound, exactly like a missing one.
 func (s *Service) Get(ctx context.Context, userID, idOrSlug string) (Workspace, error) {
-	if _, err := uuid.Parse(idOrSlug); err == nil && len(idOrSlug) == 36 {
-		w, err := s.store.WorkspaceByID(ctx, userID, idOrSlug)
-		if !errors.Is(err, ErrNotFound) {
-			return w, err
-		}
-		// A canonical UUID is also a well-formed slug; fall through.
-	}
-	if !ValidSlug(idOrSlug) {
+	ref, ok := ParseRef(idOrSlug)
+	if !ok {
 		return Workspace{}, ErrNotFound
 	}
-	return s.store.WorkspaceBySlug(ctx, userID, idOrSlug)
+	if ref.ID != "" {
+		w, err := s.store.WorkspaceByID(ctx, userID, ref.ID)
+		if !errors.Is(err, ErrNotFound) || ref.Slug == "" {
+			return w, err
+		}
+	}
+	return s.store.WorkspaceBySlug(ctx, userID, ref.Slug)
+}
+
+// withModelChecks adds to err (nil or the parser's *InvalidError) the
+// default models the catalog does not serve, so the client hears of every
+// problem at once. It is the one place the catalog is asked.
+func (s *Service) withModelChecks(err error, text, image *string) error {
+	bad := &InvalidError{}
+	if err != nil && !errors.As(err, &bad) {
+		return err
+	}
+	if s.models != nil {
+		for _, m := range []struct {
+			field string
+			id    *string
+		}{{"default_text_model", text}, {"default_image_model", image}} {
+			if m.id != nil && !s.models.ModelExists(*m.id) {
+				bad.add(m.field, "is not a model the catalog serves")
+			}
+		}
+	}
+	if len(bad.Fields) > 0 {
+		return bad
+	}
+	return nil
 }
 
 // Default returns userID's default workspace, creating it on first need.
@@ -150,26 +272,6 @@ func (s *Service) Default(ctx context.Context, userID string) (Workspace, error)
 	default:
 		return Workspace{}, err
 	}
-}
-
-// checkModels refuses default models the catalog does not serve.
-func (s *Service) checkModels(req CreateRequest) error {
-	if s.models == nil {
-		return nil
-	}
-	bad := &InvalidError{}
-	for field, id := range map[string]*string{
-		"default_text_model":  req.DefaultTextModel,
-		"default_image_model": req.DefaultImageModel,
-	} {
-		if id != nil && !s.models.ModelExists(*id) {
-			bad.add(field, "is not a model the catalog serves")
-		}
-	}
-	if len(bad.Fields) > 0 {
-		return bad
-	}
-	return nil
 }
 
 // build applies the defaults of a new workspace.
@@ -217,9 +319,11 @@ func (s *Service) build(userID string, req CreateRequest) (Workspace, error) {
 }
 
 // requestHash fingerprints the decoded request, so a retry that differs only
-// in whitespace or key order still counts as the same request.
-func requestHash(req CreateRequest) string {
-	b, _ := json.Marshal(req) // a struct of plain fields always encodes
+// in whitespace or key order still counts as the same request. The encoding
+// of a CreateRequest must not change: records written before an upgrade
+// are compared with it.
+func requestHash(req any) string {
+	b, _ := json.Marshal(req) // structs of plain fields always encode
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -1,13 +1,11 @@
 package workspace
 
 import (
-	"context"
 	"errors"
+	"reflect"
+	"sort"
 	"strings"
-	"sync"
 	"testing"
-
-	"go.uber.org/zap"
 )
 
 func TestParseCreateRequest(t *testing.T) {
@@ -62,120 +60,126 @@ func TestParseCreateRequest(t *testing.T) {
 	}
 }
 
-// memStore is an in-memory Store for the service's own logic.
-type memStore struct {
-	mu   sync.Mutex
-	ws   []Workspace
-	idem map[string]*Idempotency
-}
-
-func (m *memStore) CreateWorkspace(_ context.Context, w Workspace, idem *Idempotency) (*Idempotency, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if idem != nil {
-		if prior, ok := m.idem[idem.UserID+"\x00"+idem.Key]; ok {
-			return prior, nil
-		}
+func TestParseUpdateRequest(t *testing.T) {
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name   string
+		body   string
+		want   UpdateRequest
+		fields []string // offending fields; none means valid
+	}{
+		{name: "empty object", body: `{}`, want: UpdateRequest{}},
+		{name: "name only", body: `{"name":"N"}`, want: UpdateRequest{Name: Optional[string]{Set: true, Value: "N"}}},
+		{name: "nulls are set and nil", body: `{"description":null,"default_image_model":null,"io_logging_api_key_ids":null}`,
+			want: UpdateRequest{Description: Optional[*string]{Set: true}, DefaultImageModel: Optional[*string]{Set: true},
+				IOLoggingAPIKeyIDs: Optional[[]string]{Set: true}}},
+		{name: "empty list is not null", body: `{"io_logging_api_key_ids":[]}`,
+			want: UpdateRequest{IOLoggingAPIKeyIDs: Optional[[]string]{Set: true, Value: []string{}}}},
+		{name: "values", body: `{"default_provider_sort":"price","io_logging_sampling_rate":1e-4,"is_observability_broadcast_enabled":false}`,
+			want: UpdateRequest{DefaultProviderSort: Optional[*string]{Set: true, Value: str("price")},
+				IOLoggingSamplingRate:           Optional[float64]{Set: true, Value: 0.0001},
+				IsObservabilityBroadcastEnabled: Optional[bool]{Set: true}}},
+		{name: "null name", body: `{"name":null}`, fields: []string{"name"}},
+		{name: "null slug", body: `{"slug":null}`, fields: []string{"slug"}},
+		{name: "null rate and boolean", body: `{"io_logging_sampling_rate":null,"is_data_discount_logging_enabled":null}`,
+			fields: []string{"io_logging_sampling_rate", "is_data_discount_logging_enabled"}},
+		{name: "501-character description", body: `{"description":"` + strings.Repeat("d", 501) + `"}`, fields: []string{"description"}},
+		{name: "case-folded key", body: `{"Slug":"a"}`, fields: []string{"Slug"}},
+		{name: "trailing data", body: `{} {}`, fields: []string{"body"}},
+		{name: "null body", body: `null`, fields: []string{"body"}},
 	}
-	for _, x := range m.ws {
-		if x.CreatedBy == w.CreatedBy && x.Slug == w.Slug {
-			return nil, ErrSlugTaken
-		}
-	}
-	m.ws = append(m.ws, w)
-	if idem != nil {
-		if m.idem == nil {
-			m.idem = map[string]*Idempotency{}
-		}
-		m.idem[idem.UserID+"\x00"+idem.Key] = idem
-	}
-	return nil, nil
-}
-
-func (m *memStore) find(match func(Workspace) bool) (Workspace, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, w := range m.ws {
-		if match(w) {
-			return w, nil
-		}
-	}
-	return Workspace{}, ErrNotFound
-}
-
-func (m *memStore) WorkspaceByID(_ context.Context, user, id string) (Workspace, error) {
-	return m.find(func(w Workspace) bool { return w.CreatedBy == user && w.ID == id })
-}
-
-func (m *memStore) WorkspaceBySlug(_ context.Context, user, slug string) (Workspace, error) {
-	return m.find(func(w Workspace) bool { return w.CreatedBy == user && w.Slug == slug })
-}
-
-type knownModels map[string]bool
-
-func (k knownModels) ModelExists(id string) bool { return k[id] }
-
-func TestServiceCreateAndIdempotency(t *testing.T) {
-	st := &memStore{}
-	svc := NewService(st, knownModels{"x/y": true}, zap.NewNop())
-	ctx := context.Background()
-	req, err := svc.ParseCreate([]byte(`{"name":"A","slug":"a","default_text_model":"x/y"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := svc.Create(ctx, "u1", req, "key-1")
-	if err != nil || first.Status != 201 || first.Replayed {
-		t.Fatalf("create = %+v, %v", first, err)
-	}
-	again, err := svc.Create(ctx, "u1", req, "key-1")
-	if err != nil || !again.Replayed || string(again.Body) != string(first.Body) {
-		t.Fatalf("retry = %+v, %v; want the same body replayed", again, err)
-	}
-	other, _ := svc.ParseCreate([]byte(`{"name":"B","slug":"b"}`))
-	if _, err := svc.Create(ctx, "u1", other, "key-1"); !errors.Is(err, ErrIdempotencyMismatch) {
-		t.Fatalf("same key, other body: %v", err)
-	}
-	if _, err := svc.ParseCreate([]byte(`{"name":"","slug":"c","default_image_model":"no/such"}`)); err == nil {
-		t.Fatal("bad name and unknown model accepted")
-	} else {
-		var bad *InvalidError
-		if !errors.As(err, &bad) || bad.Fields["name"] == "" || bad.Fields["default_image_model"] == "" {
-			t.Fatalf("want name and default_image_model named together: %v", err)
-		}
-	}
-}
-
-func TestServiceGetAndDefault(t *testing.T) {
-	st := &memStore{}
-	svc := NewService(st, nil, zap.NewNop())
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	ids := make([]string, 8)
-	for i := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w, err := svc.Default(ctx, "u1")
-			if err != nil {
-				t.Error(err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseUpdateRequest([]byte(tt.body))
+			if len(tt.fields) == 0 {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				if !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("got %+v\nwant %+v", got, tt.want)
+				}
+				if got.Empty() != (tt.body == `{}`) {
+					t.Errorf("Empty() = %v", got.Empty())
+				}
+				return
 			}
-			ids[i] = w.ID
-		}()
+			var bad *InvalidError
+			if !errors.As(err, &bad) {
+				t.Fatalf("want *InvalidError, got %v", err)
+			}
+			var names []string
+			for f := range bad.Fields {
+				names = append(names, f)
+			}
+			sort.Strings(names)
+			if !reflect.DeepEqual(names, tt.fields) {
+				t.Errorf("named %v, want %v", names, tt.fields)
+			}
+		})
 	}
-	wg.Wait()
-	for _, id := range ids {
-		if id != ids[0] {
-			t.Fatalf("concurrent Default calls disagree: %v", ids)
-		}
+}
+
+func TestParsePage(t *testing.T) {
+	tests := []struct {
+		name   string
+		query  map[string][]string
+		want   Page
+		fields []string
+	}{
+		{"defaults", nil, Page{0, 50}, nil},
+		{"both", map[string][]string{"offset": {"20"}, "limit": {"100"}}, Page{20, 100}, nil},
+		{"limit 1", map[string][]string{"limit": {"1"}}, Page{0, 1}, nil},
+		{"other parameters ignored", map[string][]string{"order": {"x"}}, Page{0, 50}, nil},
+		{"limit 0", map[string][]string{"limit": {"0"}}, Page{}, []string{"limit"}},
+		{"limit 101", map[string][]string{"limit": {"101"}}, Page{}, []string{"limit"}},
+		{"negative offset", map[string][]string{"offset": {"-1"}}, Page{}, []string{"offset"}},
+		{"plus sign", map[string][]string{"offset": {"+1"}}, Page{}, []string{"offset"}},
+		{"not a number", map[string][]string{"offset": {"ten"}, "limit": {"5x"}}, Page{}, []string{"limit", "offset"}},
+		{"empty", map[string][]string{"limit": {""}}, Page{}, []string{"limit"}},
+		{"twice", map[string][]string{"limit": {"5", "6"}}, Page{}, []string{"limit"}},
+		{"overflow", map[string][]string{"offset": {"99999999999999999999"}}, Page{}, []string{"offset"}},
 	}
-	byID, err := svc.Get(ctx, "u1", ids[0])
-	if err != nil || byID.Slug != DefaultSlug {
-		t.Fatalf("Get by id = %+v, %v", byID, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParsePage(tt.query)
+			if tt.fields == nil {
+				if err != nil || got != tt.want {
+					t.Fatalf("ParsePage = %+v, %v; want %+v", got, err, tt.want)
+				}
+				return
+			}
+			var bad *InvalidError
+			if !errors.As(err, &bad) || len(bad.Fields) != len(tt.fields) {
+				t.Fatalf("err = %v, want fields %v", err, tt.fields)
+			}
+			for _, f := range tt.fields {
+				if bad.Fields[f] == "" {
+					t.Errorf("%s not named: %v", f, bad.Fields)
+				}
+			}
+		})
 	}
-	if _, err := svc.Get(ctx, "u2", ids[0]); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("another user's workspace: %v, want ErrNotFound", err)
+}
+
+func TestParseRef(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Ref
+		ok   bool
+	}{
+		{"team-a", Ref{Slug: "team-a"}, true},
+		{"0190A0B1-2C3D-7E4F-8A9B-0C1D2E3F4A5B", Ref{ID: "0190A0B1-2C3D-7E4F-8A9B-0C1D2E3F4A5B"}, true},
+		{"0190a0b1-2c3d-7e4f-8a9b-0c1d2e3f4a5b", Ref{ID: "0190a0b1-2c3d-7e4f-8a9b-0c1d2e3f4a5b", Slug: "0190a0b1-2c3d-7e4f-8a9b-0c1d2e3f4a5b"}, true},
+		{"{0190a0b1-2c3d-7e4f-8a9b-0c1d2e3f4a5b}", Ref{}, false},
+		{"Team A", Ref{}, false},
+		{"", Ref{}, false},
 	}
-	if _, err := svc.Get(ctx, "u1", "Not A Slug"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("malformed id: %v, want ErrNotFound", err)
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, ok := ParseRef(tt.in)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("ParseRef(%q) = %+v, %v; want %+v, %v", tt.in, got, ok, tt.want, tt.ok)
+			}
+		})
 	}
 }

@@ -35,10 +35,20 @@ func runContract(t *testing.T, b backend) {
 		{"Workspaces/Visibility", testWorkspaceVisibility},
 		{"Workspaces/Errors", testWorkspaceErrors},
 		{"Workspaces/SlugRace", testSlugRace},
+		{"Workspaces/List", testWorkspaceList},
+		{"Workspaces/Update", testWorkspaceUpdate},
+		{"Workspaces/UpdateDefault", testWorkspaceUpdateDefault},
+		{"Workspaces/UpdateConcurrent", testWorkspaceUpdateConcurrent},
+		{"Workspaces/UpdateSlugRace", testWorkspaceUpdateSlugRace},
+		{"Workspaces/Delete", testWorkspaceDelete},
+		{"Workspaces/DeleteRefusals", testWorkspaceDeleteRefusals},
+		{"Workspaces/DeleteRacesUploads", testWorkspaceDeleteRacesUploads},
 		{"Idempotency/Replay", testIdempotencyReplay},
 		{"Idempotency/Expired", testIdempotencyExpired},
 		{"Idempotency/FailedCreateKeepsNoRecord", testIdempotencyFailedCreate},
 		{"Idempotency/Race", testIdempotencyRace},
+		{"Idempotency/Update", testIdempotencyUpdate},
+		{"Idempotency/LegacyRecords", testIdempotencyLegacyRecords},
 		{"Quota/ReserveCommit", testReserveCommit},
 		{"Quota/Exceeded", testQuotaExceeded},
 		{"Quota/Release", testRelease},
@@ -505,18 +515,7 @@ func testSlugRace(t *testing.T, b backend) {
 	}
 	close(start)
 	wg.Wait()
-	ok, taken := 0, 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			ok++
-		case errors.Is(err, workspace.ErrSlugTaken):
-			taken++
-		default:
-			t.Errorf("CreateWorkspace: %v", err)
-		}
-	}
-	if ok != 1 || taken != n-1 {
+	if ok, taken := slugRaceOutcome(t, errs); ok != 1 || taken != n-1 {
 		t.Errorf("%d created, %d ErrSlugTaken; want 1 and %d", ok, taken, n-1)
 	}
 	if c := count(t, s, `SELECT COUNT(*) FROM workspaces WHERE created_by = $1 AND slug = $2`, "alice", "race"); c != 1 {
@@ -524,14 +523,31 @@ func testSlugRace(t *testing.T, b backend) {
 	}
 }
 
+// slugRaceOutcome counts the successes and ErrSlugTaken among errs; any
+// other error fails the test.
+func slugRaceOutcome(t *testing.T, errs []error) (ok, taken int) {
+	t.Helper()
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, workspace.ErrSlugTaken):
+			taken++
+		default:
+			t.Errorf("unexpected error: %v", err)
+		}
+	}
+	return ok, taken
+}
+
 func idemFor(user, key string, w workspace.Workspace) *workspace.Idempotency {
 	sum := sha256.Sum256([]byte(w.Slug))
 	return &workspace.Idempotency{
 		UserID:      user,
+		Scope:       workspace.ScopeCreate,
 		Key:         key,
 		RequestHash: fmt.Sprintf("%x", sum),
-		Status:      201,
-		Body:        []byte(`{"data":{"id":"` + w.ID + `"}}`),
+		Workspace:   w,
 	}
 }
 
@@ -557,7 +573,7 @@ func testIdempotencyReplay(t *testing.T, b backend) {
 	}
 	want := *rec
 	want.CreatedAt = time.Date(2026, 8, 18, 12, 0, 0, 0, time.UTC)
-	if !reflect.DeepEqual(*prior, want) {
+	if !reflect.DeepEqual(*prior, want) { // the recorded workspace round-trips exactly
 		t.Errorf("prior =\n%+v\nwant\n%+v", *prior, want)
 	}
 	if _, err := s.WorkspaceBySlug(ctx, "alice", "two"); !errors.Is(err, workspace.ErrNotFound) {
@@ -599,11 +615,11 @@ func testIdempotencyExpired(t *testing.T, b backend) {
 	}
 	w3 := newWorkspace("alice", "three")
 	prior, err := s.CreateWorkspace(ctx, w3, idemFor("alice", "k1", w3))
-	if err != nil || prior == nil || prior.RequestHash != rec2.RequestHash || string(prior.Body) != string(rec2.Body) {
+	if err != nil || prior == nil || prior.RequestHash != rec2.RequestHash || !reflect.DeepEqual(prior.Workspace, w2) {
 		t.Fatalf("replay after replacement = %+v, %v; want the second record", prior, err)
 	}
 	// Other expired records of the user were swept by the successful create.
-	if n := count(t, s, `SELECT COUNT(*) FROM idempotency WHERE user_id = $1`, "alice"); n != 1 {
+	if n := count(t, s, `SELECT COUNT(*) FROM idempotency_records WHERE user_id = $1`, "alice"); n != 1 {
 		t.Errorf("%d idempotency rows, want 1 (expired ones dropped)", n)
 	}
 }
@@ -618,7 +634,7 @@ func testIdempotencyFailedCreate(t *testing.T, b backend) {
 	if _, err := s.CreateWorkspace(ctx, w, idemFor("alice", "k1", w)); !errors.Is(err, workspace.ErrSlugTaken) {
 		t.Fatalf("CreateWorkspace = %v, want ErrSlugTaken", err)
 	}
-	if n := count(t, s, `SELECT COUNT(*) FROM idempotency`); n != 0 {
+	if n := count(t, s, `SELECT COUNT(*) FROM idempotency_records`); n != 0 {
 		t.Errorf("%d idempotency rows after a failed create, want 0", n)
 	}
 	w2 := newWorkspace("alice", "free")
@@ -674,7 +690,7 @@ func testIdempotencyRace(t *testing.T, b backend) {
 		t.Fatal("no call created the workspace")
 	}
 	for _, r := range results {
-		if r.prior != nil && (r.prior.RequestHash != winner.rec.RequestHash || string(r.prior.Body) != string(winner.rec.Body)) {
+		if r.prior != nil && (r.prior.RequestHash != winner.rec.RequestHash || !reflect.DeepEqual(r.prior.Workspace, winner.w)) {
 			t.Errorf("a loser got %+v, want the winner's record", r.prior)
 		}
 	}

@@ -32,11 +32,13 @@ func (s *Store) Reserve(ctx context.Context, workspaceID string, bytes, limit in
 	now := micro(s.now())
 	res := files.Reservation{ID: uuid.NewString(), WorkspaceID: wsID, Bytes: bytes, ExpiresAt: now.Add(ttl)}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// The usage row is made on first need; for an unknown workspace the
-		// SELECT yields nothing, so nothing is inserted.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO workspace_usage (workspace_id, stored_bytes)
-			SELECT id, 0 FROM workspaces WHERE id = $1
-			ON CONFLICT (workspace_id) DO NOTHING`, wsID); err != nil {
+		err := ensureUsage(ctx, tx, wsID)
+		if s.d.violation(err) == violationForeignKey {
+			// PostgreSQL: the workspace was deleted after this statement
+			// read it and before the insert's foreign key check.
+			return workspace.ErrNotFound
+		}
+		if err != nil {
 			return fmt.Errorf("sqlstore: reserve: %w", err)
 		}
 		stored, err := lockUsage(ctx, tx, s.d, wsID)
@@ -74,9 +76,19 @@ func (s *Store) Reserve(ctx context.Context, workspaceID string, bytes, limit in
 	return res, nil
 }
 
+// ensureUsage makes the workspace's usage row on first need; for an unknown
+// workspace the SELECT yields nothing, so nothing is inserted.
+func ensureUsage(ctx context.Context, tx *sql.Tx, wsID string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO workspace_usage (workspace_id, stored_bytes)
+		SELECT id, 0 FROM workspaces WHERE id = $1
+		ON CONFLICT (workspace_id) DO NOTHING`, wsID)
+	return err
+}
+
 // lockUsage returns the workspace's stored bytes and, on PostgreSQL, locks
-// its usage row until the transaction ends. Reserve and Commit both take
-// this lock first, so they never wait on each other in opposite orders.
+// its usage row until the transaction ends. Reserve, Commit and
+// DeleteWorkspace all take this lock first, so they never wait on each
+// other in opposite orders.
 func lockUsage(ctx context.Context, tx *sql.Tx, d dialect, wsID string) (int64, error) {
 	var stored int64
 	err := tx.QueryRowContext(ctx,

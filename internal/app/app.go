@@ -108,7 +108,7 @@ func (a *App) build(ctx context.Context) error {
 		}
 	}
 
-	workspaces := workspace.NewService(st, catalogModels{a.catalog}, log)
+	workspaces := workspace.NewService(st, catalogModels{a.catalog})
 	a.files = files.NewService(files.Config{
 		MaxFileBytes:   int64(cfg.Limits.MaxFileBytes),
 		WorkspaceQuota: int64(cfg.Limits.WorkspaceStorageBytes),

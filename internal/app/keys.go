@@ -52,7 +52,7 @@ func (rt *Runtime) CreateKey(ctx context.Context, req KeyRequest) (token string,
 	}
 	k.UserID, k.Name, k.Models, k.CreatedAt, k.Role = req.User, req.Name, allow, time.Now().UTC(), req.Role
 	if req.Role == policy.RoleStandard {
-		svc := workspace.NewService(rt.Store, nil, rt.Log)
+		svc := workspace.NewService(rt.Store, nil)
 		var w workspace.Workspace
 		if req.Workspace == "" {
 			w, err = svc.Default(ctx, req.User)

@@ -45,13 +45,7 @@ var wsUUIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 func TestWorkspaces(t *testing.T) {
 	for _, sc := range metadataStores() {
 		t.Run(sc.name, func(t *testing.T) {
-			cfg := testConfig(t)
-			sc.configure(t, &cfg)
-			// The suite sends far more requests per key than the default
-			// burst allows; rate limits have their own tests.
-			off := false
-			cfg.Limits.Rate.Enabled = &off
-			g := startGateway(t, cfg)
+			g := startWorkspaceGateway(t, sc)
 
 			t.Run("CreateShapeAndDefaults", func(t *testing.T) { testWorkspaceCreateShape(t, g) })
 			t.Run("CreateEveryField", func(t *testing.T) { testWorkspaceCreateEveryField(t, g) })
@@ -67,6 +61,19 @@ func TestWorkspaces(t *testing.T) {
 			t.Run("DefaultWorkspace", func(t *testing.T) { testWorkspaceDefault(t, g) })
 		})
 	}
+}
+
+// startWorkspaceGateway starts a gateway on the store of sc for a workspace
+// suite.
+func startWorkspaceGateway(t *testing.T, sc storeCase) *testGateway {
+	t.Helper()
+	cfg := testConfig(t)
+	sc.configure(t, &cfg)
+	// The suites send far more requests per key than the default burst
+	// allows; rate limits have their own tests.
+	off := false
+	cfg.Limits.Rate.Enabled = &off
+	return startGateway(t, cfg)
 }
 
 // wsReply is one HTTP answer, read whole.
@@ -1168,5 +1175,465 @@ func testWorkspaceDefault(t *testing.T, g *testGateway) {
 	}
 	if r := getWS(t, g, other, "default"); r.status == http.StatusOK && wsData(t, r)["id"] == wsID {
 		t.Errorf("another user's GET default returned %s's default workspace", user)
+	}
+}
+
+// TestWorkspaceChanges is the black-box suite of listing, updating and
+// deleting workspaces (spec/resources.md), once per metadata store.
+func TestWorkspaceChanges(t *testing.T) {
+	for _, sc := range metadataStores() {
+		t.Run(sc.name, func(t *testing.T) {
+			g := startWorkspaceGateway(t, sc)
+
+			t.Run("List", func(t *testing.T) { testWorkspaceList(t, g) })
+			t.Run("ListParameters", func(t *testing.T) { testWorkspaceListParameters(t, g) })
+			t.Run("Update", func(t *testing.T) { testWorkspaceUpdate(t, g) })
+			t.Run("UpdateValidation", func(t *testing.T) { testWorkspaceUpdateValidation(t, g) })
+			t.Run("UpdateIdempotency", func(t *testing.T) { testWorkspaceUpdateIdempotency(t, g) })
+			t.Run("UpdateConcurrent", func(t *testing.T) { testWorkspaceUpdateConcurrent(t, g) })
+			t.Run("Delete", func(t *testing.T) { testWorkspaceDelete(t, g) })
+			t.Run("DeleteRefused", func(t *testing.T) { testWorkspaceDeleteRefused(t, g) })
+			t.Run("ChangesAuth", func(t *testing.T) { testWorkspaceChangesAuth(t, g) })
+		})
+	}
+}
+
+// patchWS sends a PATCH with extra headers (name, value pairs).
+func patchWS(t *testing.T, g *testGateway, key, idOrSlug, body string, hdr ...string) wsReply {
+	t.Helper()
+	h := http.Header{"Content-Type": {"application/json"}}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		h[http.CanonicalHeaderKey(hdr[i])] = []string{hdr[i+1]}
+	}
+	r, err := wsSend(g, http.MethodPatch, workspacesPath+"/"+idOrSlug, key, strings.NewReader(body), h)
+	if err != nil {
+		t.Fatalf("PATCH workspace %q: %v", idOrSlug, err)
+	}
+	return r
+}
+
+func deleteWS(t *testing.T, g *testGateway, key, idOrSlug string) wsReply {
+	t.Helper()
+	r, err := wsSend(g, http.MethodDelete, workspacesPath+"/"+idOrSlug, key, nil, nil)
+	if err != nil {
+		t.Fatalf("DELETE workspace %q: %v", idOrSlug, err)
+	}
+	return r
+}
+
+func listWS(t *testing.T, g *testGateway, key, query string) wsReply {
+	t.Helper()
+	path := workspacesPath
+	if query != "" {
+		path += "?" + query
+	}
+	r, err := wsSend(g, http.MethodGet, path, key, nil, nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return r
+}
+
+// wsList decodes {"data":[Workspace…],"total_count":N} strictly and returns
+// the slugs in order and the total.
+func wsList(t *testing.T, r wsReply) (slugs []string, total int) {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("list = %d %s, want 200", r.status, r.body)
+	}
+	var page struct {
+		Data       []map[string]any `json:"data"`
+		TotalCount *int             `json:"total_count"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&page); err != nil || page.Data == nil || page.TotalCount == nil {
+		t.Fatalf("list body %s is not {data: [...], total_count: N} (%v)", r.body, err)
+	}
+	slugs = []string{}
+	for _, w := range page.Data {
+		wsCheckShape(t, w)
+		slugs = append(slugs, w["slug"].(string))
+	}
+	return slugs, *page.TotalCount
+}
+
+func testWorkspaceList(t *testing.T, g *testGateway) {
+	mgmt := g.newKey(t, "list-user", "--management")
+	if slugs, total := wsList(t, listWS(t, g, mgmt, "")); len(slugs) != 0 || total != 0 {
+		t.Fatalf("a new user's list = %v (total %d), want empty", slugs, total)
+	}
+	if r := listWS(t, g, mgmt, ""); string(r.body) != `{"data":[],"total_count":0}` {
+		t.Errorf("empty list body = %s", r.body)
+	}
+	var want []string
+	for i := range 5 {
+		slug := fmt.Sprintf("list-%d", i)
+		wsMustCreate(t, g, mgmt, wsBody(map[string]any{"name": "L", "slug": slug}))
+		want = append(want, slug)
+	}
+	other := g.newKey(t, "list-other-user", "--management")
+	wsMustCreate(t, g, other, `{"name":"Not yours","slug":"list-0"}`)
+
+	if slugs, total := wsList(t, listWS(t, g, mgmt, "")); !reflect.DeepEqual(slugs, want) || total != 5 {
+		t.Errorf("list = %v (total %d), want %v (total 5) in creation order", slugs, total, want)
+	}
+	pages := []struct {
+		query string
+		want  []string
+	}{
+		{"limit=2", want[:2]},
+		{"offset=2&limit=2", want[2:4]},
+		{"offset=4&limit=2", want[4:]},
+		{"offset=5", []string{}},
+		{"offset=1000&limit=100", []string{}},
+		{"limit=100&offset=0", want},
+	}
+	for _, p := range pages {
+		slugs, total := wsList(t, listWS(t, g, mgmt, p.query))
+		if !reflect.DeepEqual(slugs, p.want) || total != 5 {
+			t.Errorf("list?%s = %v (total %d), want %v (total 5)", p.query, slugs, total, p.want)
+		}
+	}
+	// What the list shows is what GET shows.
+	r := listWS(t, g, mgmt, "limit=1")
+	var page struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(r.body, &page); err != nil || len(page.Data) != 1 {
+		t.Fatalf("list body %s", r.body)
+	}
+	if got := getWS(t, g, mgmt, "list-0"); !bytes.Equal(got.body, []byte(`{"data":`+string(page.Data[0])+`}`)) {
+		t.Errorf("GET list-0 = %s\nlist entry %s", got.body, page.Data[0])
+	}
+}
+
+func testWorkspaceListParameters(t *testing.T, g *testGateway) {
+	mgmt := g.newKey(t, "list-param-user", "--management")
+	for _, tc := range []struct {
+		query  string
+		fields []string
+	}{
+		{"limit=0", []string{"limit"}},
+		{"limit=101", []string{"limit"}},
+		{"limit=-1", []string{"limit"}},
+		{"limit=ten", []string{"limit"}},
+		{"limit=", []string{"limit"}},
+		{"limit=1.5", []string{"limit"}},
+		{"limit=1&limit=2", []string{"limit"}},
+		{"offset=-1", []string{"offset"}},
+		{"offset=x", []string{"offset"}},
+		{"offset=99999999999999999999999", []string{"offset"}},
+		{"offset=-1&limit=0", []string{"limit", "offset"}},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			meta := wsErrorEnvelope(t, listWS(t, g, mgmt, tc.query), http.StatusBadRequest, "Invalid request parameters")
+			if got := wsOffendingFields(t, meta); !reflect.DeepEqual(got, tc.fields) {
+				t.Errorf("metadata names %v, want %v", got, tc.fields)
+			}
+		})
+	}
+	for _, q := range []string{"limit=1", "limit=100", "offset=0", "order=desc"} {
+		if r := listWS(t, g, mgmt, q); r.status != http.StatusOK {
+			t.Errorf("list?%s = %d %s, want 200", q, r.status, r.body)
+		}
+	}
+}
+
+func testWorkspaceUpdate(t *testing.T, g *testGateway) {
+	mgmt := g.newKey(t, "update-user", "--management")
+	created, data := wsMustCreate(t, g, mgmt, `{"name":"Before","slug":"before","description":"d",
+		"default_text_model":"`+knownTextModel+`","default_provider_sort":"price","io_logging_api_key_ids":["k"]}`)
+	id := data["id"].(string)
+
+	// {} is a no-op: the same workspace, updated_at still null.
+	if r := patchWS(t, g, mgmt, id, `{}`); r.status != http.StatusOK || !bytes.Equal(r.body, created.body) {
+		t.Errorf("PATCH {} = %d %s\nwant 200 %s", r.status, r.body, created.body)
+	}
+
+	before := time.Now().UTC().Add(-time.Second)
+	r := patchWS(t, g, mgmt, "before", `{"name":"After","slug":"after","description":null,"default_text_model":null,
+		"default_provider_sort":null,"io_logging_api_key_ids":null,"is_observability_broadcast_enabled":true}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("PATCH = %d %s, want 200", r.status, r.body)
+	}
+	after := wsData(t, r)
+	for field, want := range map[string]any{
+		"id": id, "name": "After", "slug": "after", "description": "", "default_text_model": nil,
+		"default_provider_sort": nil, "io_logging_api_key_ids": nil, "is_observability_broadcast_enabled": true,
+		"created_at": data["created_at"], "default_guardrail_id": data["default_guardrail_id"],
+		"io_logging_sampling_rate": 1.0, "is_data_discount_logging_enabled": true,
+	} {
+		if !reflect.DeepEqual(after[field], want) {
+			t.Errorf("%s = %#v, want %#v", field, after[field], want)
+		}
+	}
+	updated, err := time.Parse(time.RFC3339Nano, fmt.Sprint(after["updated_at"]))
+	if err != nil || updated.Before(before) || updated.After(time.Now().Add(time.Second)) {
+		t.Errorf("updated_at = %v, want the time of the update", after["updated_at"])
+	}
+	// Stored as answered, on both read paths; the old slug is gone and free.
+	for _, ref := range []string{id, "after"} {
+		if got := getWS(t, g, mgmt, ref); got.status != http.StatusOK || !bytes.Equal(got.body, r.body) {
+			t.Errorf("GET %s = %d %s\nwant %s", ref, got.status, got.body, r.body)
+		}
+	}
+	wsErrorEnvelope(t, getWS(t, g, mgmt, "before"), http.StatusNotFound, "Resource not found")
+	wsMustCreate(t, g, mgmt, `{"name":"Reuse","slug":"before"}`)
+
+	// A slug of another of the user's workspaces: 409, nothing changed.
+	wsErrorEnvelope(t, patchWS(t, g, mgmt, id, `{"slug":"before","name":"Lost"}`), http.StatusConflict, "Resource already exists")
+	if got := wsData(t, getWS(t, g, mgmt, id)); got["slug"] != "after" || got["name"] != "After" {
+		t.Errorf("a refused PATCH changed the workspace: %v", got)
+	}
+	// Another user may hold the slug.
+	other := g.newKey(t, "update-other-user", "--management")
+	wsMustCreate(t, g, other, `{"name":"Theirs","slug":"theirs"}`)
+	if r := patchWS(t, g, mgmt, id, `{"slug":"theirs"}`); r.status != http.StatusOK {
+		t.Errorf("PATCH to a slug another user holds = %d %s, want 200", r.status, r.body)
+	}
+	wsErrorEnvelope(t, patchWS(t, g, mgmt, "no-such-workspace", `{}`), http.StatusNotFound, "Resource not found")
+
+	// The default workspace keeps its slug (Default finds it by it).
+	wsOfNewKey(t, g, "update-user")
+	meta := wsErrorEnvelope(t, patchWS(t, g, mgmt, "default", `{"slug":"main"}`), http.StatusBadRequest, "Invalid request parameters")
+	if got := wsFieldNames(meta); !reflect.DeepEqual(got, []string{"slug"}) {
+		t.Errorf("metadata names %v, want [slug]", got)
+	}
+	if r := patchWS(t, g, mgmt, "default", `{"name":"Main"}`); r.status != http.StatusOK || wsData(t, r)["slug"] != "default" {
+		t.Errorf("renaming the default's name = %d %s", r.status, r.body)
+	}
+}
+
+// wsFieldNames lists the fields of metadata.fields, sorted.
+func wsFieldNames(meta map[string]any) []string {
+	fields, _ := meta["fields"].(map[string]any)
+	var names []string
+	for k := range fields {
+		names = append(names, k)
+	}
+	return wsSorted(names)
+}
+
+// testWorkspaceUpdateValidation sends every creation case that names both
+// name and slug as a PATCH: each present field is judged exactly as on
+// creation. Cases about absent required fields do not apply to a partial
+// update.
+func testWorkspaceUpdateValidation(t *testing.T, g *testGateway) {
+	mgmt := g.newKey(t, "update-validation-user", "--management")
+	_, data := wsMustCreate(t, g, mgmt, `{"name":"Target","slug":"target"}`)
+	id := data["id"].(string)
+	ran := 0
+	for i, tc := range workspaceValidationCases() {
+		slug := fmt.Sprintf("pv-%d", i)
+		body := tc.body(slug)
+		var doc map[string]json.RawMessage
+		if json.Unmarshal([]byte(body), &doc) == nil && (doc["name"] == nil || doc["slug"] == nil) {
+			continue // about required fields, or a case-folded spelling of one
+		}
+		ran++
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{"Content-Type": {"application/json"}}
+			if tc.contentType != "" {
+				h.Set("Content-Type", tc.contentType)
+			}
+			r, err := wsSend(g, http.MethodPatch, workspacesPath+"/"+id, mgmt, strings.NewReader(body), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.status == http.StatusCreated {
+				if r.status != http.StatusOK {
+					t.Fatalf("PATCH %s = %d %s, want 200", body, r.status, r.body)
+				}
+				if tc.check != nil {
+					tc.check(t, wsData(t, r))
+				}
+				return
+			}
+			meta := wsErrorEnvelope(t, r, tc.status, "")
+			got := wsOffendingFields(t, meta)
+			if !reflect.DeepEqual(got, wsSorted(tc.fields)) && (tc.orFields == nil || !reflect.DeepEqual(got, wsSorted(tc.orFields))) {
+				t.Errorf("PATCH %s names %v, want %v", body, got, tc.fields)
+			}
+		})
+	}
+	if ran < 100 {
+		t.Errorf("only %d creation cases applied to PATCH", ran)
+	}
+	// Null name or slug: 400, unlike the nullable fields.
+	meta := wsErrorEnvelope(t, patchWS(t, g, mgmt, id, `{"name":null,"slug":null}`), http.StatusBadRequest, "")
+	if got := wsOffendingFields(t, meta); !reflect.DeepEqual(got, []string{"name", "slug"}) {
+		t.Errorf("null name and slug name %v", got)
+	}
+}
+
+func testWorkspaceUpdateIdempotency(t *testing.T, g *testGateway) {
+	mgmt := g.newKey(t, "update-idem-user", "--management")
+	wsMustCreate(t, g, mgmt, `{"name":"Idem","slug":"up-old"}`)
+	first := patchWS(t, g, mgmt, "up-old", `{"slug":"up-new","description":"once"}`, "Idempotency-Key", "patch-1")
+	if first.status != http.StatusOK || first.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first PATCH = %d %s", first.status, first.body)
+	}
+	// The retry still names the old slug; it gets the first answer.
+	again := patchWS(t, g, mgmt, "up-old", `{"description":"once","slug":"up-new"}`, "Idempotency-Key", "patch-1")
+	if again.status != http.StatusOK || !bytes.Equal(again.body, first.body) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("retry = %d %s (replayed %q)\nwant 200 %s", again.status, again.body, again.header.Get("Idempotent-Replayed"), first.body)
+	}
+	wsErrorEnvelope(t, patchWS(t, g, mgmt, "up-old", `{"description":"twice"}`, "Idempotency-Key", "patch-1"),
+		http.StatusUnprocessableEntity, "")
+	// A creation's key and an update's key are separate records.
+	created := createWS(t, g, mgmt, `{"name":"C","slug":"up-created"}`, "Idempotency-Key", "patch-1")
+	if created.status != http.StatusCreated || created.header.Get("Idempotent-Replayed") != "" {
+		t.Errorf("create with a PATCH's key = %d %s, want a fresh 201", created.status, created.body)
+	}
+	if r := patchWS(t, g, mgmt, "up-created", `{"name":"C2"}`, "Idempotency-Key", "patch-1"); r.status != http.StatusUnprocessableEntity {
+		t.Errorf("the PATCH key on another workspace = %d %s, want 422", r.status, r.body)
+	}
+	wsErrorEnvelope(t, patchWS(t, g, mgmt, "up-new", `{}`, "Idempotency-Key", strings.Repeat("k", 256)), http.StatusBadRequest, "")
+}
+
+// testWorkspaceUpdateConcurrent: PATCHes of different fields sent at once
+// all land.
+func testWorkspaceUpdateConcurrent(t *testing.T, g *testGateway) {
+	mgmt := g.newKey(t, "update-race-user", "--management")
+	_, data := wsMustCreate(t, g, mgmt, `{"name":"Race","slug":"race"}`)
+	id := data["id"].(string)
+	bodies := []string{
+		`{"name":"Raced"}`,
+		`{"description":"raced"}`,
+		`{"io_logging_sampling_rate":0.5}`,
+		`{"is_observability_io_logging_enabled":true}`,
+		`{"default_provider_sort":"throughput"}`,
+		`{"io_logging_api_key_ids":["a"]}`,
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	replies := make([]wsReply, len(bodies))
+	errs := make([]error, len(bodies))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, b := range bodies {
+		wg.Go(func() {
+			<-start
+			replies[i], errs[i] = wsSend(g, http.MethodPatch, workspacesPath+"/"+id, mgmt, strings.NewReader(b), h)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range bodies {
+		if errs[i] != nil || replies[i].status != http.StatusOK {
+			t.Fatalf("PATCH %s = %v %d %s", bodies[i], errs[i], replies[i].status, replies[i].body)
+		}
+	}
+	got := wsData(t, getWS(t, g, mgmt, id))
+	for field, want := range map[string]any{
+		"name": "Raced", "description": "raced", "io_logging_sampling_rate": 0.5,
+		"is_observability_io_logging_enabled": true, "default_provider_sort": "throughput",
+		"io_logging_api_key_ids": []any{"a"},
+	} {
+		if !reflect.DeepEqual(got[field], want) {
+			t.Errorf("%s = %#v, want %#v: a concurrent PATCH was lost", field, got[field], want)
+		}
+	}
+}
+
+func testWorkspaceDelete(t *testing.T, g *testGateway) {
+	mgmt := g.newKey(t, "delete-user", "--management")
+	_, data := wsMustCreate(t, g, mgmt, `{"name":"Doomed","slug":"doomed"}`)
+	id := data["id"].(string)
+	_, kept := wsMustCreate(t, g, mgmt, `{"name":"Kept","slug":"kept"}`)
+
+	r := deleteWS(t, g, mgmt, "doomed")
+	if r.status != http.StatusOK || string(r.body) != `{"deleted":true}` {
+		t.Fatalf("DELETE = %d %s, want 200 {\"deleted\":true}", r.status, r.body)
+	}
+	for _, ref := range []string{id, "doomed"} {
+		wsErrorEnvelope(t, getWS(t, g, mgmt, ref), http.StatusNotFound, "Resource not found")
+		wsErrorEnvelope(t, deleteWS(t, g, mgmt, ref), http.StatusNotFound, "Resource not found")
+		wsErrorEnvelope(t, patchWS(t, g, mgmt, ref, `{}`), http.StatusNotFound, "Resource not found")
+	}
+	if slugs, total := wsList(t, listWS(t, g, mgmt, "")); !reflect.DeepEqual(slugs, []string{"kept"}) || total != 1 {
+		t.Errorf("list after delete = %v (%d), want [kept]", slugs, total)
+	}
+	_, again := wsMustCreate(t, g, mgmt, `{"name":"Doomed again","slug":"doomed"}`)
+	if again["id"] == id {
+		t.Error("the reused slug got the deleted workspace's id")
+	}
+	if r := deleteWS(t, g, mgmt, kept["id"].(string)); r.status != http.StatusOK {
+		t.Errorf("DELETE by id = %d %s", r.status, r.body)
+	}
+}
+
+func testWorkspaceDeleteRefused(t *testing.T, g *testGateway) {
+	const user = "delete-refused-user"
+	mgmt := g.newKey(t, user, "--management")
+	wsOfNewKey(t, g, user) // makes the default workspace
+
+	wantRefused := func(t *testing.T, ref string, want map[string]any) {
+		t.Helper()
+		before := getWS(t, g, mgmt, ref)
+		meta := wsErrorEnvelope(t, deleteWS(t, g, mgmt, ref), http.StatusBadRequest, "Invalid request parameters")
+		for k, v := range want {
+			if fmt.Sprint(meta[k]) != fmt.Sprint(v) {
+				t.Errorf("metadata %s = %v, want %v (metadata %v)", k, meta[k], v, meta)
+			}
+		}
+		if after := getWS(t, g, mgmt, ref); after.status != http.StatusOK || !bytes.Equal(after.body, before.body) {
+			t.Errorf("a refused DELETE changed %s: %d %s", ref, after.status, after.body)
+		}
+	}
+	t.Run("default", func(t *testing.T) { wantRefused(t, "default", map[string]any{"default": true}) })
+
+	t.Run("ordinary key", func(t *testing.T) {
+		wsMustCreate(t, g, mgmt, `{"name":"Keyed","slug":"keyed"}`)
+		wsOfNewKey(t, g, user, "--workspace", "keyed")
+		wantRefused(t, "keyed", map[string]any{"files": 0, "keys": 1})
+	})
+
+	t.Run("file", func(t *testing.T) {
+		_, data := wsMustCreate(t, g, mgmt, `{"name":"Filed","slug":"filed"}`)
+		body, ct := fileForm(fileSingle("notes.txt", []byte("hello, workspace")))
+		resp, out := g.do(t, http.MethodPost, "/api/v1/files?workspace_id="+data["id"].(string), mgmt, bytes.NewReader(body),
+			http.Header{"Content-Type": {ct}})
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("upload = %d %s", resp.StatusCode, out)
+		}
+		wantRefused(t, "filed", map[string]any{"files": 1, "keys": 0})
+	})
+}
+
+func testWorkspaceChangesAuth(t *testing.T, g *testGateway) {
+	const user = "changes-auth-user"
+	mgmt := g.newKey(t, user, "--management")
+	_, data := wsMustCreate(t, g, mgmt, `{"name":"Mine","slug":"mine"}`)
+	id := data["id"].(string)
+	ordinary := g.newKey(t, user)
+	stranger := g.newKey(t, "changes-auth-stranger", "--management")
+
+	requests := []struct {
+		name string
+		send func(key string) wsReply
+	}{
+		{"list", func(key string) wsReply { return listWS(t, g, key, "") }},
+		{"patch", func(key string) wsReply { return patchWS(t, g, key, id, `{"name":"Taken over"}`) }},
+		{"delete", func(key string) wsReply { return deleteWS(t, g, key, id) }},
+	}
+	for _, rq := range requests {
+		t.Run(rq.name, func(t *testing.T) {
+			wsErrorEnvelope(t, rq.send(""), http.StatusUnauthorized, "Missing Authentication header")
+			wsErrorEnvelope(t, rq.send(ordinary), http.StatusForbidden, "Only management keys can perform this operation")
+			if rq.name == "list" {
+				if slugs, _ := wsList(t, rq.send(stranger)); len(slugs) != 0 {
+					t.Errorf("a stranger's list shows %v", slugs)
+				}
+				return
+			}
+			wsErrorEnvelope(t, rq.send(stranger), http.StatusNotFound, "Resource not found")
+		})
+	}
+	// The slug too is unknown to the stranger.
+	wsErrorEnvelope(t, patchWS(t, g, stranger, "mine", `{}`), http.StatusNotFound, "Resource not found")
+	wsErrorEnvelope(t, deleteWS(t, g, stranger, "mine"), http.StatusNotFound, "Resource not found")
+	if got := getWS(t, g, mgmt, id); got.status != http.StatusOK || wsData(t, got)["name"] != "Mine" {
+		t.Errorf("after refused requests: %d %s", got.status, got.body)
 	}
 }

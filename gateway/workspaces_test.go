@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aigateway/gateway/workspace"
+)
+
+// fakeWorkspaces records what the edge passed and answers as told.
+type fakeWorkspaces struct {
+	result workspace.Result
+	list   workspace.Listing
+	err    error
+
+	gotUser, gotRef, gotKey string
+	gotBody                 string
+	gotPage                 workspace.Page
+}
+
+func (f *fakeWorkspaces) Create(_ context.Context, userID string, body []byte, key string) (workspace.Result, error) {
+	f.gotUser, f.gotBody, f.gotKey = userID, string(body), key
+	return f.result, f.err
+}
+
+func (f *fakeWorkspaces) Get(_ context.Context, userID, ref string) (workspace.Workspace, error) {
+	f.gotUser, f.gotRef = userID, ref
+	return f.result.Workspace, f.err
+}
+
+func (f *fakeWorkspaces) List(_ context.Context, userID string, p workspace.Page) (workspace.Listing, error) {
+	f.gotUser, f.gotPage = userID, p
+	return f.list, f.err
+}
+
+func (f *fakeWorkspaces) Update(_ context.Context, userID, ref string, body []byte, key string) (workspace.Result, error) {
+	f.gotUser, f.gotRef, f.gotBody, f.gotKey = userID, ref, string(body), key
+	return f.result, f.err
+}
+
+func (f *fakeWorkspaces) Delete(_ context.Context, userID, ref string) error {
+	f.gotUser, f.gotRef = userID, ref
+	return f.err
+}
+
+var testWorkspace = workspace.Workspace{
+	ID: "0190a0b1-2c3d-7e4f-8a9b-0c1d2e3f4a5b", Name: "W", Slug: "w", DefaultGuardrailID: "g",
+	CreatedBy: "u1", CreatedAt: time.Date(2026, 8, 18, 12, 0, 0, 0, time.UTC), IOLoggingSamplingRate: 1,
+}
+
+const testWorkspaceJSON = `{"id":"0190a0b1-2c3d-7e4f-8a9b-0c1d2e3f4a5b","name":"W","slug":"w","description":"",` +
+	`"default_text_model":null,"default_image_model":null,"default_provider_sort":null,"default_guardrail_id":"g",` +
+	`"created_by":"u1","created_at":"2026-08-18T12:00:00Z","updated_at":null,"include_byok_in_budgets":false,` +
+	`"io_logging_api_key_ids":null,"io_logging_sampling_rate":1,"is_data_discount_logging_enabled":false,` +
+	`"is_observability_broadcast_enabled":false,"is_observability_io_logging_enabled":false}`
+
+func TestWorkspaceRoutes(t *testing.T) {
+	tests := []struct {
+		name     string
+		method   string
+		path     string
+		body     string
+		header   map[string]string
+		fake     fakeWorkspaces
+		status   int
+		wantBody string            // exact body of a success
+		replayed bool              // Idempotent-Replayed: true expected
+		meta     map[string]any    // metadata of an error
+		passed   map[string]string // what the service must have been given
+		page     *workspace.Page   // the page List must have been given
+	}{
+		{name: "create", method: "POST", path: "/api/v1/workspaces", body: `{"name":"W"}`,
+			header: map[string]string{"Idempotency-Key": "k1"},
+			fake:   fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace}},
+			status: 201, wantBody: `{"data":` + testWorkspaceJSON + `}`,
+			passed: map[string]string{"user": "u1", "body": `{"name":"W"}`, "key": "k1"}},
+		{name: "create replayed", method: "POST", path: "/api/v1/workspaces", body: `{}`,
+			fake:   fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace, Replayed: true}},
+			status: 201, wantBody: `{"data":` + testWorkspaceJSON + `}`, replayed: true},
+		{name: "update", method: "PATCH", path: "/api/v1/workspaces/w", body: `{"name":"W"}`,
+			fake:   fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace}},
+			status: 200, wantBody: `{"data":` + testWorkspaceJSON + `}`,
+			passed: map[string]string{"ref": "w", "body": `{"name":"W"}`}},
+		{name: "update replayed", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
+			fake:   fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace, Replayed: true}},
+			status: 200, replayed: true},
+		{name: "update not JSON", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
+			header: map[string]string{"Content-Type": "text/plain"},
+			status: 400, meta: map[string]any{"fields": map[string]any{"content_type": "must be application/json"}}},
+		{name: "update key too long", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
+			header: map[string]string{"Idempotency-Key": strings.Repeat("k", 256)},
+			status: 400, meta: map[string]any{"fields": map[string]any{"idempotency_key": "must be 1 to 255 printable ASCII characters"}}},
+		{name: "update body too large", method: "PATCH", path: "/api/v1/workspaces/w", body: strings.Repeat(" ", maxJSONBody+1),
+			status: 413},
+		{name: "update slug taken", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
+			fake: fakeWorkspaces{err: workspace.ErrSlugTaken}, status: 409},
+		{name: "update mismatch", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
+			fake: fakeWorkspaces{err: workspace.ErrIdempotencyMismatch}, status: 422},
+		{name: "update invalid", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
+			fake:   fakeWorkspaces{err: &workspace.InvalidError{Fields: map[string]string{"slug": "bad"}}},
+			status: 400, meta: map[string]any{"fields": map[string]any{"slug": "bad"}}},
+		{name: "get", method: "GET", path: "/api/v1/workspaces/w",
+			fake:   fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace}},
+			status: 200, wantBody: `{"data":` + testWorkspaceJSON + `}`, passed: map[string]string{"ref": "w"}},
+		{name: "get percent-encoded", method: "GET", path: "/api/v1/workspaces/%77",
+			fake: fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace}}, status: 200, passed: map[string]string{"ref": "w"}},
+		{name: "get not found", method: "GET", path: "/api/v1/workspaces/w",
+			fake: fakeWorkspaces{err: workspace.ErrNotFound}, status: 404},
+		{name: "list", method: "GET", path: "/api/v1/workspaces?offset=1&limit=2",
+			fake:   fakeWorkspaces{list: workspace.Listing{Workspaces: []workspace.Workspace{testWorkspace}, Total: 3}},
+			status: 200, wantBody: `{"data":[` + testWorkspaceJSON + `],"total_count":3}`,
+			page: &workspace.Page{Offset: 1, Limit: 2}},
+		{name: "list empty", method: "GET", path: "/api/v1/workspaces",
+			fake:   fakeWorkspaces{list: workspace.Listing{Workspaces: []workspace.Workspace{}}},
+			status: 200, wantBody: `{"data":[],"total_count":0}`},
+		{name: "list bad limit", method: "GET", path: "/api/v1/workspaces?limit=0",
+			status: 400, meta: map[string]any{"fields": map[string]any{"limit": "must be an integer from 1 to 100"}}},
+		{name: "delete", method: "DELETE", path: "/api/v1/workspaces/w",
+			status: 200, wantBody: `{"deleted":true}`, passed: map[string]string{"ref": "w", "user": "u1"}},
+		{name: "delete not found", method: "DELETE", path: "/api/v1/workspaces/w",
+			fake: fakeWorkspaces{err: workspace.ErrNotFound}, status: 404},
+		{name: "delete refused", method: "DELETE", path: "/api/v1/workspaces/w",
+			fake:   fakeWorkspaces{err: &workspace.NotDeletableError{Files: 2, Keys: 1}},
+			status: 400, meta: map[string]any{"files": 2.0, "keys": 1.0, "uploads_in_progress": 0.0}},
+		{name: "delete default", method: "DELETE", path: "/api/v1/workspaces/default",
+			fake:   fakeWorkspaces{err: &workspace.NotDeletableError{Default: true}},
+			status: 400, meta: map[string]any{"default": true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := tt.fake
+			api, _ := newTestAPI(t, Options{Workspaces: &fake})
+			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			req.Header.Set("Authorization", "Bearer management")
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			api.Handler().ServeHTTP(rec, req)
+			if rec.Code != tt.status {
+				t.Fatalf("status = %d %s, want %d", rec.Code, rec.Body, tt.status)
+			}
+			if tt.status >= 400 {
+				env := decodeEnvelope(t, rec)
+				if tt.meta != nil && !reflect.DeepEqual(env.Error.Metadata, tt.meta) {
+					t.Errorf("metadata = %v, want %v", env.Error.Metadata, tt.meta)
+				}
+				return
+			}
+			if tt.wantBody != "" && rec.Body.String() != tt.wantBody {
+				t.Errorf("body =\n%s\nwant\n%s", rec.Body, tt.wantBody)
+			}
+			if got := rec.Header().Get("Idempotent-Replayed") == "true"; got != tt.replayed {
+				t.Errorf("Idempotent-Replayed = %v, want %v", got, tt.replayed)
+			}
+			if tt.page != nil && fake.gotPage != *tt.page {
+				t.Errorf("List got %+v, want %+v", fake.gotPage, *tt.page)
+			}
+			got := map[string]string{"user": fake.gotUser, "ref": fake.gotRef, "body": fake.gotBody, "key": fake.gotKey}
+			for k, v := range tt.passed {
+				if got[k] != v {
+					t.Errorf("service got %s %q, want %q", k, got[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestWorkspaceRoutesNeedManagementKey(t *testing.T) {
+	for _, rt := range []struct{ method, path string }{
+		{"GET", "/api/v1/workspaces"}, {"PATCH", "/api/v1/workspaces/w"}, {"DELETE", "/api/v1/workspaces/w"},
+	} {
+		t.Run(rt.method, func(t *testing.T) {
+			fake := &fakeWorkspaces{}
+			api, _ := newTestAPI(t, Options{Workspaces: fake})
+			rec := do(t, api.Handler(), rt.method, rt.path, "standard", strings.NewReader(`{}`))
+			if rec.Code != http.StatusForbidden || decodeEnvelope(t, rec).Error.Message != msgManagementOnly {
+				t.Errorf("standard key = %d %s, want 403", rec.Code, rec.Body)
+			}
+			if fake.gotUser != "" {
+				t.Error("the service was called for a standard key")
+			}
+			unwired, _ := newTestAPI(t, Options{})
+			if rec := do(t, unwired.Handler(), rt.method, rt.path, "management", strings.NewReader(`{}`)); rec.Code != http.StatusServiceUnavailable {
+				t.Errorf("without a service = %d, want 503", rec.Code)
+			}
+		})
+	}
+}
