@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
@@ -243,9 +241,9 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 // authenticate requires a valid key on every route below it.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k, err := a.auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		k, err := a.authenticateRequest(r)
 		if err != nil {
-			writeError(w, r, a.log, authError(err))
+			writeError(w, r, a.log, err)
 			return
 		}
 		if ex := exchangeFrom(r.Context()); ex != nil {
@@ -253,15 +251,6 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// authError keeps the authenticator's verdicts and turns a key store that
-// could not decide into a 503: try again, not "bad key".
-func authError(err error) error {
-	if errors.Is(err, policy.ErrUnauthenticated) || errors.Is(err, policy.ErrInvalidKey) {
-		return err
-	}
-	return fmt.Errorf("%w: authenticate: %w", errUnavailable, err)
 }
 
 // managementOnly refuses ordinary keys with the spec's 403.
