@@ -69,7 +69,7 @@ func Open(path string, log *slog.Logger, opts ...Option) (*Source, error) {
 		return nil, err
 	}
 	s.lastSeen = sha256.Sum256(data)
-	s.cur.Store(c)
+	s.serve(c)
 	return s, nil
 }
 
@@ -78,8 +78,16 @@ func Open(path string, log *slog.Logger, opts ...Option) (*Source, error) {
 // re-read and return nil.
 func NewStatic(c *Catalog, log *slog.Logger, opts ...Option) *Source {
 	s := newSource("", log, opts)
-	s.cur.Store(c)
+	s.serve(c)
 	return s
+}
+
+// serve makes c the catalog served, warning of what it was accepted with.
+func (s *Source) serve(c *Catalog) {
+	for _, n := range c.Notes() {
+		s.log.Warn("catalog entry accepted with a note", "path", s.path, "model", n.Model, "field", n.Field, "line", n.Line, "note", n.Message)
+	}
+	s.cur.Store(c)
 }
 
 func newSource(path string, log *slog.Logger, opts []Option) *Source {
@@ -130,7 +138,7 @@ func (s *Source) reload(force bool) error {
 		s.report(err)
 		return err
 	}
-	s.cur.Store(c)
+	s.serve(c)
 	s.log.Info("catalog loaded", "path", s.path, "models", c.Len(), "digest", c.Digest())
 	if s.onReload != nil {
 		s.onReload(nil)

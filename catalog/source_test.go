@@ -393,3 +393,31 @@ func (h *recordedLogs) withMessage(msg string) []map[string]any {
 	}
 	return out
 }
+
+// TestPrimaryModalityIsANote: modality is the primary modality (the spec),
+// so one naming fewer inputs than input_modalities is accepted, with a
+// warning naming the model; one naming a modality the lists lack is not.
+func TestPrimaryModalityIsANote(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "models.yaml")
+	primary := strings.Replace(versionYAML(1), "input_modalities: [text]", "input_modalities: [text, image]", 1)
+	writeFile(t, path, primary)
+	logs := &recordedLogs{}
+	s, err := Open(path, slog.New(logs))
+	if err != nil {
+		t.Fatalf("a primary modality was refused: %v", err)
+	}
+	notes := s.Current().Notes()
+	if len(notes) != 1 || notes[0].Model != "v/one" || notes[0].Field != "architecture.modality" {
+		t.Fatalf("notes = %+v, want one on v/one's architecture.modality", notes)
+	}
+	warned := logs.withMessage("catalog entry accepted with a note")
+	if len(warned) != 1 || warned[0]["model"] != "v/one" {
+		t.Errorf("warnings = %v, want one naming v/one", warned)
+	}
+
+	missing := strings.Replace(versionYAML(1), "modality: text->text", "modality: text+audio->text", 1)
+	writeFile(t, path, missing)
+	if _, err := Open(path, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a modality missing from the lists: %v, want ErrInvalid", err)
+	}
+}
