@@ -60,7 +60,8 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	// multipart.Reader reads 4 KiB at a time; a larger buffer under it cuts
 	// the read syscalls of a 100 MiB upload about sixteenfold.
 	body := newBodyReader(w, r, limit)
-	mr := multipart.NewReader(bufio.NewReaderSize(body, uploadReadBuffer), params["boundary"])
+	headers := &headerBudget{r: bufio.NewReaderSize(body, uploadReadBuffer), left: -1}
+	mr := multipart.NewReader(headers, params["boundary"])
 
 	up, err := a.files.Begin(r.Context(), files.Params{
 		Key:         keyFrom(r.Context()),
@@ -77,7 +78,12 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	seenFile, fieldBytes := false, int64(0)
 	for parts := 0; ; parts++ {
 		idle.extend()
+		headers.arm(maxPartHeaderBytes + 2*multipartPeek + len(params["boundary"]))
 		part, err := mr.NextRawPart()
+		headers.disarm()
+		if headers.exceeded {
+			return badRequest(map[string]any{"body": "form part headers too long"})
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -146,6 +152,42 @@ func malformed(body *bodyReader, err error) error {
 	}
 	return &requestError{meta: map[string]any{"fields": map[string]any{"body": "malformed multipart body"}}, cause: err}
 }
+
+// multipartPeek is the read-ahead of mime/multipart's own buffer: what it
+// may read past a part's headers while looking for their end.
+const multipartPeek = 4096
+
+// headerBudget bounds what mime/multipart may read while it parses a
+// part's boundary and headers. Left alone it buffers up to 10 MiB of
+// header lines per part before the handler could check them; armed with a
+// budget, a read past it fails and the request is refused at the reader,
+// so a request's memory stays at its fixed buffers.
+type headerBudget struct {
+	r        io.Reader
+	left     int // bytes the armed budget still allows; -1 when disarmed
+	exceeded bool
+}
+
+func (h *headerBudget) arm(n int) { h.left = n }
+func (h *headerBudget) disarm()   { h.left = -1 }
+
+func (h *headerBudget) Read(p []byte) (int, error) {
+	if h.left < 0 {
+		return h.r.Read(p)
+	}
+	if h.left == 0 {
+		h.exceeded = true
+		return 0, errPartHeadersTooLong
+	}
+	if len(p) > h.left {
+		p = p[:h.left]
+	}
+	n, err := h.r.Read(p)
+	h.left -= n
+	return n, err
+}
+
+var errPartHeadersTooLong = errors.New("form part headers too long")
 
 // partFilename returns the raw filename of a multipart part from its
 // Content-Disposition header, folders included, without validating it (pass

@@ -562,3 +562,40 @@ func TestHalfClosedUploadIsNeverASuccess(t *testing.T) {
 		t.Errorf("%d aborts, want 1", ff.up.aborts)
 	}
 }
+
+// countingReader counts what is read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestPartHeadersAreBoundedAtTheReader: a part whose headers go on and on is
+// refused after a bounded read, not after mime/multipart has buffered up to
+// 10 MiB of them (8 concurrent uploads once cost 84 MB that way).
+func TestPartHeadersAreBoundedAtTheReader(t *testing.T) {
+	h, _ := newFilesAPI(t)
+	for name, headers := range map[string][]string{
+		"many short lines": append([]string{`Content-Disposition: form-data; name="file"; filename="a.txt"`},
+			strings.Fields(strings.Repeat("X-Pad:"+strings.Repeat("a", 100)+" ", 9000))...),
+		"one long line": {`Content-Disposition: form-data; name="file"; filename="a.txt"`, "X-Long: " + strings.Repeat("a", 900<<10)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := &countingReader{r: strings.NewReader(form(part{headers: headers, body: "hello"}))}
+			req := uploadRequest(body)
+			req.ContentLength = -1 // under the declared-size check: only the reader can stop it
+			rec := serve(h, req)
+			if rec.Code != http.StatusBadRequest {
+				t.Fatalf("status = %d %s, want 400", rec.Code, rec.Body)
+			}
+			if limit := int64(uploadReadBuffer + maxPartHeaderBytes + 4*multipartPeek); body.n > limit {
+				t.Errorf("read %d bytes of the body before refusing, want at most %d", body.n, limit)
+			}
+		})
+	}
+}
