@@ -43,6 +43,9 @@ type Server struct {
 	// BodyReadTimeout bounds how long a request body may take to arrive;
 	// for uploads, how long one may stay idle.
 	BodyReadTimeout time.Duration `yaml:"body_read_timeout"`
+	// MinUploadRate is the least an upload's body may average once
+	// BodyReadTimeout has passed since it began; 0 means no minimum.
+	MinUploadRate ByteSize `yaml:"min_upload_rate"`
 	// MaxConnections caps the connections open at once (keep it well below
 	// the process's file descriptor limit); 0 means no cap.
 	MaxConnections int `yaml:"max_connections"`
@@ -201,6 +204,7 @@ func Default() Config {
 			ShutdownGrace:     30 * time.Second,
 			MaxHeaderBytes:    64 << 10,
 			BodyReadTimeout:   30 * time.Second,
+			MinUploadRate:     10 << 10, // a 100 MiB upload may take up to 3 hours
 			// Below the usual descriptor limits (the container sets its
 			// own), with room for storage, database and Redis connections.
 			MaxConnections:          8192,

@@ -165,6 +165,7 @@ func (c *Config) Validate() error {
 	p.positive("server.read_header_timeout", int64(c.Server.ReadHeaderTimeout))
 	p.positive("server.idle_timeout", int64(c.Server.IdleTimeout))
 	p.positive("server.body_read_timeout", int64(c.Server.BodyReadTimeout))
+	p.nonNegative("server.min_upload_rate", int64(c.Server.MinUploadRate))
 	p.nonNegative("server.max_connections", int64(c.Server.MaxConnections))
 	p.nonNegative("server.max_connections_per_client", int64(c.Server.MaxConnectionsPerClient))
 	p.nonNegative("server.shutdown_grace", int64(c.Server.ShutdownGrace))

@@ -66,14 +66,15 @@ func (c *bodyClock) set(deadline time.Time) {
 	_ = c.rc.SetReadDeadline(deadline)
 }
 
-// extend moves the deadline to idle from now, at most once a second, so it
-// measures idleness rather than the length of the transfer. After the body
-// has ended it does nothing.
+// extend moves the deadline to idle from now, at most once a second (or
+// twice per idle period, if that is shorter), so it measures idleness rather
+// than the length of the transfer without a system call per read. After
+// the body has ended it does nothing.
 func (c *bodyClock) extend(idle time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	if c.done || now.Sub(c.extended) < time.Second {
+	if c.done || now.Sub(c.extended) < min(time.Second, idle/2) {
 		return
 	}
 	c.extended = now

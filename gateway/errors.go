@@ -143,7 +143,10 @@ func classify(err error) (status int, message string) {
 // as gone. Once an answer has begun, a failure aborts it too, so the client
 // sees a broken transfer rather than a short one that looks complete.
 func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err error) {
-	if errors.Is(err, errClientGone) || r.Context().Err() != nil {
+	// A body that stopped arriving also cancels the request (net/http does
+	// on any read error of the connection), but the client may still be
+	// there to read why: it gets its 408.
+	if errors.Is(err, errClientGone) || r.Context().Err() != nil && !errors.Is(err, errBodyTimeout) {
 		setStatus(r, statusClientClosedReq)
 		log.Debug("client closed request", zap.String("request_id", requestIDFrom(r.Context())), zap.Error(err))
 		panic(http.ErrAbortHandler)

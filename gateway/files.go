@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -30,10 +31,6 @@ const (
 	maxFieldBytes      = 64 << 10 // all non-file fields together
 	maxPartHeaderBytes = 8 << 10
 	uploadReadBuffer   = 64 << 10
-	// uploadIdleTimeout is how long an upload may send nothing before the
-	// connection is dropped; a deadline per read, not per upload, so slow
-	// but steady clients finish and stalled ones do not hold a slot.
-	uploadIdleTimeout = 60 * time.Second
 )
 
 // uploadFile answers POST /api/v1/files: one multipart part named "file",
@@ -74,7 +71,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer up.Abort(r.Context())
 
-	idle := &idleDeadline{rc: http.NewResponseController(w)}
+	idle := &uploadPace{clock: bodyClockFrom(r.Context()), idle: a.bodyTimeout, minRate: a.minUploadRate, start: time.Now()}
 	seenFile, fieldBytes := false, int64(0)
 	for parts := 0; ; parts++ {
 		idle.extend()
@@ -150,6 +147,9 @@ func malformed(body *bodyReader, err error) error {
 	if body.err != nil {
 		return body.err
 	}
+	if errors.Is(err, errBodyTimeout) {
+		return err // the upload's pace, not its bytes
+	}
 	return &requestError{meta: map[string]any{"fields": map[string]any{"body": "malformed multipart body"}}, cause: err}
 }
 
@@ -222,39 +222,58 @@ func headerBytes(p *multipart.Part) int {
 	return n
 }
 
-// partReader reads a part and pushes the connection's read deadline forward
-// as bytes arrive. It remembers the part's first failure, so a caller whose
-// consumer (a storage SDK, a provider client) wrapped or replaced the error
-// still knows the body failed.
+// partReader reads a part, keeping the upload's pace.
 type partReader struct {
 	p    *multipart.Part
-	idle *idleDeadline
+	idle *uploadPace
 	err  error
 }
 
 func (r *partReader) Read(b []byte) (int, error) {
 	r.idle.extend()
 	n, err := r.p.Read(b)
+	if err == nil {
+		err = r.idle.count(n)
+	}
 	if err != nil && err != io.EOF && r.err == nil {
 		r.err = err
 	}
 	return n, err
 }
 
-// idleDeadline moves the connection's read deadline at most once a second,
-// so the deadline measures idleness, not the length of the upload.
-type idleDeadline struct {
-	rc       *http.ResponseController
-	extended time.Time
+// uploadPace keeps an upload's body moving. Each read pushes the
+// connection's read deadline forward by the idle timeout (at most once a
+// second, so the deadline measures idleness, not the length of the upload),
+// and once the idle timeout has passed since the start, the bytes received
+// must average at least minRate per second: a trickle must not hold an
+// upload slot and its quota reservation for as long as it likes, nor may a
+// steady client that is merely slow be cut off by a per-read rule.
+type uploadPace struct {
+	clock   *bodyClock // nil when the request has no body clock (handler tests)
+	idle    time.Duration
+	minRate int64 // bytes per second averaged over the upload; 0: none
+	start   time.Time
+	n       int64
 }
 
-func (d *idleDeadline) extend() {
-	now := time.Now()
-	if now.Sub(d.extended) < time.Second {
-		return
+func (p *uploadPace) extend() {
+	if p.clock != nil {
+		p.clock.extend(p.idle)
 	}
-	d.extended = now
-	_ = d.rc.SetReadDeadline(now.Add(uploadIdleTimeout))
+}
+
+// count adds n bytes received and fails with errBodyTimeout (408) when the
+// average has fallen below the minimum rate.
+func (p *uploadPace) count(n int) error {
+	p.n += int64(n)
+	if p.minRate <= 0 {
+		return nil
+	}
+	elapsed := time.Since(p.start)
+	if elapsed < p.idle || float64(p.n) >= float64(p.minRate)*elapsed.Seconds() {
+		return nil
+	}
+	return fmt.Errorf("%w: %d bytes in %s, under the minimum of %d bytes/s", errBodyTimeout, p.n, elapsed.Round(time.Second), p.minRate)
 }
 
 // The three answer shapes of an upload (DESIGN.md §2): same status, same

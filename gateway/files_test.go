@@ -599,3 +599,44 @@ func TestPartHeadersAreBoundedAtTheReader(t *testing.T) {
 		})
 	}
 }
+
+// TestTrickledUploadIsCut: an upload that keeps sending, but too slowly on
+// average, is answered 408 once the grace has passed — the per-read idle
+// deadline alone would let it hold its slot and quota for ever.
+func TestTrickledUploadIsCut(t *testing.T) {
+	ff := &fakeFiles{max: 1 << 20, up: &fakeUpload{}}
+	api, _ := newTestAPI(t, Options{Files: ff, BodyReadTimeout: 300 * time.Millisecond, MinUploadRate: 64 << 10})
+	srv := httptest.NewServer(api.Handler())
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := form(filePart("a.txt", strings.Repeat("x", 200<<10)))
+	fmt.Fprintf(conn, "POST /api/v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer standard\r\n"+
+		"Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n", boundary, len(body))
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // 100 bytes every 20 ms: 5 KB/s, each read well inside the idle deadline
+		for i := 0; i < len(body); i += 100 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := io.WriteString(conn, body[i:min(i+100, len(body))]); err != nil {
+				return
+			}
+		}
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickled upload: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("status = %d, want 408", resp.StatusCode)
+	}
+}

@@ -14,7 +14,9 @@ import (
 // advisories (many parts, many or huge part headers, CVE-2022-41725,
 // CVE-2023-24536) and the malformed parts that once gave 500s.
 func FuzzUpload(f *testing.F) {
-	part := func(headers, body string) string { return "--" + boundary + "\r\n" + headers + "\r\n\r\n" + body + "\r\n" }
+	part := func(headers, body string) string {
+		return "--" + boundary + "\r\n" + headers + "\r\n\r\n" + body + "\r\n"
+	}
 	end := "--" + boundary + "--\r\n"
 	file := `Content-Disposition: form-data; name="file"; filename="a.txt"`
 	seeds := []string{

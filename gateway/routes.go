@@ -41,6 +41,9 @@ type Options struct {
 	// BodyReadTimeout bounds how long a request body may take to arrive
 	// (uploads: how long it may stay idle). Zero means DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
+	// MinUploadRate is the least an upload's body may average, in bytes per
+	// second, once BodyReadTimeout has passed since it began; 0: no minimum.
+	MinUploadRate int64
 }
 
 // API is the gateway's HTTP surface.
@@ -58,6 +61,8 @@ type API struct {
 	accessLog  bool
 	// bodyTimeout is the read deadline of request bodies (guardBody).
 	bodyTimeout time.Duration
+	// minUploadRate is Options.MinUploadRate.
+	minUploadRate int64
 	// authFailures limits failed authentications per client address; nil
 	// when rate limiting is off.
 	authFailures *authFailureLimit
@@ -72,19 +77,20 @@ func New(o Options) *API {
 		reg = prometheus.NewRegistry()
 	}
 	api := &API{
-		log:         o.Log,
-		auth:        o.Auth,
-		catalog:     o.Catalog,
-		workspaces:  o.Workspaces,
-		files:       o.Files,
-		limits:      o.Limits,
-		metrics:     newHTTPMetrics(reg),
-		registry:    reg,
-		trusted:     o.TrustedProxies,
-		ready:       o.ReadyChecks,
-		accessLog:   !o.DisableAccessLog,
-		bodyTimeout: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout),
-		ids:         newRequestIDs(),
+		log:           o.Log,
+		auth:          o.Auth,
+		catalog:       o.Catalog,
+		workspaces:    o.Workspaces,
+		files:         o.Files,
+		limits:        o.Limits,
+		metrics:       newHTTPMetrics(reg),
+		registry:      reg,
+		trusted:       o.TrustedProxies,
+		ready:         o.ReadyChecks,
+		accessLog:     !o.DisableAccessLog,
+		bodyTimeout:   cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout),
+		minUploadRate: o.MinUploadRate,
+		ids:           newRequestIDs(),
 	}
 	if l := o.Limits; l != nil && l.Limiter != nil && l.AuthFailures.Rate > 0 {
 		api.authFailures = newAuthFailureLimit(l.Limiter, l.AuthFailures)

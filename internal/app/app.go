@@ -129,6 +129,7 @@ func (a *App) build(ctx context.Context) error {
 		TrustedProxies:  cfg.Server.TrustedPrefixes(),
 		ReadyChecks:     ready,
 		BodyReadTimeout: cfg.Server.BodyReadTimeout,
+		MinUploadRate:   int64(cfg.Server.MinUploadRate),
 	})
 	return nil
 }
