@@ -88,6 +88,7 @@ var errorTable = []errorKind{
 	{files.ErrUnknownProvider, http.StatusBadRequest, msgBadRequest},
 	{files.ErrNoProviderKey, http.StatusBadRequest, msgBadRequest},
 	{files.ErrInvalidFilename, http.StatusBadRequest, msgBadRequest},
+	{files.ErrInvalidPurpose, http.StatusBadRequest, msgBadRequest},
 	{sniff.ErrUnsupportedType, http.StatusBadRequest, msgBadRequest},
 	{sniff.ErrEmptyFile, http.StatusBadRequest, msgBadRequest},
 	{files.ErrWorkspaceForbidden, http.StatusForbidden, msgWorkspaceForbidden},
@@ -171,6 +172,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 		log.Error("request failed", zap.Int("status", status), zap.String("request_id", requestIDFrom(r.Context())), zap.Error(err))
 	}
 	setRetryHeaders(w.Header(), status, err)
+	bodyClockFrom(r.Context()).prepareLinger(w.Header())
 	writeJSON(w, status, env)
 }
 

@@ -9,7 +9,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
-	"strings"
 	"time"
 
 	"github.com/aigateway/gateway/files"
@@ -45,8 +44,9 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	limit := a.files.MaxFileBytes() + multipartSlack
 	if r.ContentLength > limit {
 		// Refused before reading: net/http sends no 100 Continue to a
-		// client that asked for one, and the body is never read.
-		return errTooLarge
+		// client that asked for one, and the file is never stored. The
+		// answer is the one a file found too large while streaming gets.
+		return &files.TooLargeError{Limit: a.files.MaxFileBytes()}
 	}
 	q := r.URL.Query()
 	provider := q.Get("provider")
@@ -73,10 +73,11 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer up.Abort(r.Context())
 
-	idle := &idleDeadline{rc: http.NewResponseController(w)}
+	clock := bodyClockFrom(r.Context())
+	purpose, seenPurpose := files.DefaultPurpose, false
 	seenFile, fieldBytes := false, int64(0)
 	for parts := 0; ; parts++ {
-		idle.extend()
+		clock.extend(uploadIdleTimeout)
 		part, err := mr.NextRawPart()
 		if errors.Is(err, io.EOF) {
 			break
@@ -90,15 +91,27 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 		if headerBytes(part) > maxPartHeaderBytes {
 			return badRequest(map[string]any{"body": "form part headers too long"})
 		}
-		pr := &partReader{p: part, idle: idle}
-		if part.FormName() != "file" {
-			n, err := io.Copy(io.Discard, io.LimitReader(pr, maxFieldBytes-fieldBytes+1))
-			fieldBytes += n
+		pr := &partReader{p: part, clock: clock}
+		if name := part.FormName(); name != "file" {
+			// Fields are small and bounded together; the one the gateway
+			// reads is purpose, which may come before or after the file
+			// (the Python SDKs send it first, the Node ones after).
+			value, err := io.ReadAll(io.LimitReader(pr, maxFieldBytes-fieldBytes+1))
+			fieldBytes += int64(len(value))
 			if err != nil {
 				return malformed(body, err)
 			}
 			if fieldBytes > maxFieldBytes {
 				return badRequest(map[string]any{"body": "form fields other than file are too large"})
+			}
+			if name == "purpose" {
+				if seenPurpose {
+					return badRequest(map[string]any{"purpose": "sent more than once"})
+				}
+				seenPurpose = true
+				if purpose, err = files.ParsePurpose(string(value)); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -122,11 +135,11 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	if !seenFile {
 		return badRequest(map[string]any{"file": "required"})
 	}
-	rec, err := up.Commit(r.Context())
+	rec, err := up.Commit(r.Context(), purpose)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, fileShape(r, rec))
+	writeJSON(w, http.StatusOK, fileShape(negotiateShape(r), rec, false))
 	return nil
 }
 
@@ -180,90 +193,21 @@ func headerBytes(p *multipart.Part) int {
 	return n
 }
 
-// partReader reads a part and pushes the connection's read deadline forward
-// as bytes arrive. It remembers the part's first failure, so a caller whose
+// partReader reads a part and pushes the body's read deadline forward as
+// bytes arrive. It remembers the part's first failure, so a caller whose
 // consumer (a storage SDK, a provider client) wrapped or replaced the error
 // still knows the body failed.
 type partReader struct {
-	p    *multipart.Part
-	idle *idleDeadline
-	err  error
+	p     *multipart.Part
+	clock *bodyClock
+	err   error
 }
 
 func (r *partReader) Read(b []byte) (int, error) {
-	r.idle.extend()
+	r.clock.extend(uploadIdleTimeout)
 	n, err := r.p.Read(b)
 	if err != nil && err != io.EOF && r.err == nil {
 		r.err = err
 	}
 	return n, err
-}
-
-// idleDeadline moves the connection's read deadline at most once a second,
-// so the deadline measures idleness, not the length of the upload.
-type idleDeadline struct {
-	rc       *http.ResponseController
-	extended time.Time
-}
-
-func (d *idleDeadline) extend() {
-	now := time.Now()
-	if now.Sub(d.extended) < time.Second {
-		return
-	}
-	d.extended = now
-	_ = d.rc.SetReadDeadline(now.Add(uploadIdleTimeout))
-}
-
-// The three answer shapes of an upload (DESIGN.md §2): same status, same
-// file, dressed as the client expects.
-type serviceFile struct {
-	Shape        string `json:"_shape"`
-	ID           string `json:"id"`
-	Type         string `json:"type"`
-	Filename     string `json:"filename"`
-	MimeType     string `json:"mime_type"`
-	SizeBytes    int64  `json:"size_bytes"`
-	Downloadable bool   `json:"downloadable"`
-	CreatedAt    string `json:"created_at"`
-}
-
-type openAIFile struct {
-	Shape     string `json:"_shape"`
-	ID        string `json:"id"`
-	Object    string `json:"object"`
-	Bytes     int64  `json:"bytes"`
-	CreatedAt int64  `json:"created_at"`
-	Filename  string `json:"filename"`
-	Purpose   string `json:"purpose"`
-	Status    string `json:"status"`
-}
-
-func fileShape(r *http.Request, rec files.Record) any {
-	if looksLikeOpenAISDK(r) {
-		return openAIFile{
-			Shape: "openai", ID: rec.ID, Object: "file", Bytes: rec.Size, CreatedAt: rec.CreatedAt.Unix(),
-			Filename: rec.Filename, Purpose: "user_data", Status: "processed",
-		}
-	}
-	shape := "service"
-	if r.Header.Get("anthropic-version") != "" {
-		shape = "anthropic"
-	}
-	return serviceFile{
-		Shape: shape, ID: rec.ID, Type: "file", Filename: rec.Filename, MimeType: rec.MimeType,
-		SizeBytes: rec.Size, Downloadable: false, CreatedAt: rec.CreatedAt.UTC().Format(time.RFC3339Nano),
-	}
-}
-
-func looksLikeOpenAISDK(r *http.Request) bool {
-	if strings.HasPrefix(r.Header.Get("User-Agent"), "OpenAI/") {
-		return true
-	}
-	for name := range r.Header {
-		if strings.HasPrefix(name, "X-Stainless-") {
-			return true
-		}
-	}
-	return false
 }

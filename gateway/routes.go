@@ -42,6 +42,11 @@ type Options struct {
 	// BodyReadTimeout bounds how long a request body may take to arrive
 	// (uploads: how long it may stay idle). Zero means DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
+	// LingeringClose bounds the draining of a body still coming when its
+	// request is refused, so that clients sending the whole body before
+	// reading get the answer. The zero value means DefaultLingering; a
+	// negative MaxBytes turns draining off.
+	LingeringClose Lingering
 }
 
 // API is the gateway's HTTP surface.
@@ -59,6 +64,7 @@ type API struct {
 	accessLog  bool
 	// bodyTimeout is the read deadline of request bodies (guardBody).
 	bodyTimeout time.Duration
+	lingering   Lingering
 	ids         *requestIDs
 	draining    atomic.Bool
 }
@@ -82,6 +88,7 @@ func New(o Options) *API {
 		ready:       o.ReadyChecks,
 		accessLog:   !o.DisableAccessLog,
 		bodyTimeout: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout),
+		lingering:   cmp.Or(o.LingeringClose, DefaultLingering),
 		ids:         newRequestIDs(),
 	}
 }
@@ -138,7 +145,7 @@ const apiPrefix = "/api/v1"
 // probes: they get 401 for every path.
 func (a *API) notFound(w http.ResponseWriter, r *http.Request) error {
 	if strings.HasPrefix(r.URL.Path, apiPrefix+"/") {
-		if _, err := a.auth.Authenticate(r.Context(), r.Header.Get("Authorization")); err != nil {
+		if _, err := a.auth.Authenticate(r.Context(), credentials(r)); err != nil {
 			return authError(err)
 		}
 	}
