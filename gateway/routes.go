@@ -45,7 +45,7 @@ type Options struct {
 	// LingeringClose bounds the draining of a body still coming when its
 	// request is refused, so that clients sending the whole body before
 	// reading get the answer. The zero value means DefaultLingering; a
-	// negative MaxBytes turns draining off.
+	// MaxBytes of 0 with a Timeout set turns draining off.
 	LingeringClose Lingering
 }
 

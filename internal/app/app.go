@@ -129,6 +129,9 @@ func (a *App) build(ctx context.Context) error {
 		TrustedProxies:  cfg.Server.TrustedPrefixes(),
 		ReadyChecks:     ready,
 		BodyReadTimeout: cfg.Server.BodyReadTimeout,
+		LingeringClose: gateway.Lingering{
+			MaxBytes: int64(cfg.Server.LingeringClose.MaxBytes), Timeout: cfg.Server.LingeringClose.Timeout,
+		},
 	})
 	return nil
 }
