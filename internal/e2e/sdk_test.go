@@ -281,7 +281,11 @@ func sdkNode(t *testing.T) (node, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(pkg)
+	lock, err := os.ReadFile(filepath.Join("testdata", "sdk", "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(append(pkg, lock...))
 	dir, err = filepath.Abs(filepath.Join("..", "..", ".testenv", "sdk-node"))
 	if err != nil {
 		t.Fatal(err)
@@ -291,12 +295,16 @@ func sdkNode(t *testing.T) (node, dir string) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "package.json"), pkg, 0o644); err != nil {
-			t.Fatal(err)
+		for name, b := range map[string][]byte{"package.json": pkg, "package-lock.json": lock} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--ignore-scripts")
+		// ci installs exactly the lock file's versions, dependencies
+		// included; no package's install script runs.
+		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			need("npm install of the SDKs failed: %v\n%s", err, out)
