@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 TEST_TIMEOUT ?= 12m
 
-.PHONY: build run test test-unit bench bench-go vet fmt clean
+.PHONY: build run test test-unit fuzz bench bench-go vet fmt clean
 
 build:
 	$(GO) build -o bin/gateway ./cmd/gateway
@@ -17,6 +17,22 @@ run:
 # and stops them again, pass or fail. vet and gofmt run first.
 test: vet
 	deploy/testenv/run.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+# The fuzz targets, package:Target. `make test` runs each briefly (their seed
+# corpora and testdata/fuzz crashers also run in every plain `go test`);
+# `make fuzz` runs them longer. A crasher found goes to the package's
+# testdata/fuzz/ and stays there as a regression test.
+FUZZ_TARGETS = catalog:FuzzFromBytes workspace:FuzzParseRequest files/sniff:FuzzReader \
+	gateway:FuzzUpload gateway:FuzzModelPath
+FUZZTIME ?= 60s
+TEST_FUZZTIME ?= 5s
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*}; \
+	done
 
 # Unit tests only; integration tests skip without their servers.
 test-unit:

@@ -47,6 +47,7 @@ type Catalog struct {
 	list   *Entry
 	models int
 	digest string
+	notes  []Problem
 }
 
 // Load reads, validates and indexes the catalog file at path. A file that
@@ -74,8 +75,11 @@ func compile(data []byte, source string) (*Catalog, *file, error) {
 		return nil, nil, &LoadError{Source: source, Problems: []Problem{{Message: fmt.Sprintf("the file is larger than %d bytes", MaxFileBytes)}}}
 	}
 	f, problems := parseFile(data)
+	var notes []Problem
 	if f != nil {
-		problems = append(problems, validateFile(f)...)
+		var invalid []Problem
+		invalid, notes = validateFile(f)
+		problems = append(problems, invalid...)
 		slices.SortStableFunc(problems, func(a, b Problem) int { return a.Line - b.Line })
 	}
 	if len(problems) > 0 {
@@ -86,12 +90,17 @@ func compile(data []byte, source string) (*Catalog, *file, error) {
 		index:  map[string]map[string]*Entry{},
 		models: len(f.models),
 		digest: hex.EncodeToString(sum[:]),
+		notes:  notes,
 	}
 	if err := c.fill(f); err != nil {
 		return nil, nil, err
 	}
 	return c, f, nil
 }
+
+// Notes are what the file was accepted with but an operator should look at
+// (the loader logs each as a warning), in the form of problems.
+func (c *Catalog) Notes() []Problem { return c.notes }
 
 // fill pre-encodes an entry for every name the catalog answers to. The file
 // has been validated, so ids parse and references resolve.

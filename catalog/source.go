@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"go.uber.org/zap"
 )
 
 // DefaultDebounce is how long Watch waits after the last change in the
@@ -30,7 +30,7 @@ const DefaultDebounce = 250 * time.Millisecond
 // All methods are safe for concurrent use.
 type Source struct {
 	path     string // "" for a static source
-	log      *zap.Logger
+	log      *slog.Logger
 	onReload func(error)
 	debounce time.Duration
 
@@ -58,7 +58,7 @@ func WithDebounce(d time.Duration) Option { return func(s *Source) { s.debounce 
 // Open loads the catalog file at path and returns a Source serving it. A
 // missing or invalid file is an error (a *LoadError lists every problem):
 // the caller decides whether to stop or to serve the embedded catalog.
-func Open(path string, log *zap.Logger, opts ...Option) (*Source, error) {
+func Open(path string, log *slog.Logger, opts ...Option) (*Source, error) {
 	s := newSource(path, log, opts)
 	data, err := readFile(path)
 	if err != nil {
@@ -69,22 +69,30 @@ func Open(path string, log *zap.Logger, opts ...Option) (*Source, error) {
 		return nil, err
 	}
 	s.lastSeen = sha256.Sum256(data)
-	s.cur.Store(c)
+	s.serve(c)
 	return s, nil
 }
 
 // NewStatic returns a Source that always serves c, such as the catalog
 // embedded in the binary (see FromBytes): Reload and Watch have nothing to
 // re-read and return nil.
-func NewStatic(c *Catalog, log *zap.Logger, opts ...Option) *Source {
+func NewStatic(c *Catalog, log *slog.Logger, opts ...Option) *Source {
 	s := newSource("", log, opts)
-	s.cur.Store(c)
+	s.serve(c)
 	return s
 }
 
-func newSource(path string, log *zap.Logger, opts []Option) *Source {
+// serve makes c the catalog served, warning of what it was accepted with.
+func (s *Source) serve(c *Catalog) {
+	for _, n := range c.Notes() {
+		s.log.Warn("catalog entry accepted with a note", "path", s.path, "model", n.Model, "field", n.Field, "line", n.Line, "note", n.Message)
+	}
+	s.cur.Store(c)
+}
+
+func newSource(path string, log *slog.Logger, opts []Option) *Source {
 	if log == nil {
-		log = zap.NewNop()
+		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Source{path: path, log: log, debounce: DefaultDebounce}
 	for _, o := range opts {
@@ -130,9 +138,8 @@ func (s *Source) reload(force bool) error {
 		s.report(err)
 		return err
 	}
-	s.cur.Store(c)
-	s.log.Info("catalog loaded", zap.String("path", s.path), zap.Int("models", c.Len()),
-		zap.String("digest", c.Digest()))
+	s.serve(c)
+	s.log.Info("catalog loaded", "path", s.path, "models", c.Len(), "digest", c.Digest())
 	if s.onReload != nil {
 		s.onReload(nil)
 	}
@@ -140,16 +147,16 @@ func (s *Source) reload(force bool) error {
 }
 
 func (s *Source) report(err error) {
-	fields := []zap.Field{zap.String("path", s.path)}
+	attrs := []any{slog.String("path", s.path)}
 	if le := (*LoadError)(nil); errors.As(err, &le) {
-		fields = append(fields, zap.Int("problems", len(le.Problems)), zap.Strings("problem", le.Strings()))
+		attrs = append(attrs, slog.Int("problems", len(le.Problems)), slog.Any("problem", le.Strings()))
 	} else {
-		fields = append(fields, zap.Error(err))
+		attrs = append(attrs, slog.Any("error", err))
 	}
 	if c := s.cur.Load(); c != nil {
-		fields = append(fields, zap.String("serving_digest", c.Digest()))
+		attrs = append(attrs, slog.String("serving_digest", c.Digest()))
 	}
-	s.log.Error("catalog reload refused; the previous catalog keeps serving", fields...)
+	s.log.Error("catalog reload refused; the previous catalog keeps serving", attrs...)
 	if s.onReload != nil {
 		s.onReload(err)
 	}
@@ -220,7 +227,7 @@ func (s *Source) Watch(ctx context.Context) error {
 				return nil
 			}
 			// Overflow and similar: re-read to be sure nothing was missed.
-			s.log.Warn("catalog watch error", zap.String("path", s.path), zap.Error(err))
+			s.log.Warn("catalog watch error", "path", s.path, "error", err)
 			timer.Reset(s.debounce)
 		case <-timer.C:
 			_ = s.reload(false)

@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 )
 
 // versionYAML is a valid catalog whose two models carry version in their
@@ -91,9 +89,9 @@ func (r reloads) nextOK(t *testing.T) {
 func TestSourceReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "models.yaml")
 	writeFile(t, path, versionYAML(1))
-	core, logs := observer.New(zapcore.InfoLevel)
+	logs := &recordedLogs{}
 	events := make(reloads, 10)
-	s, err := Open(path, zap.New(core), WithOnReload(events.fn))
+	s, err := Open(path, slog.New(logs), WithOnReload(events.fn))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,11 +113,11 @@ func TestSourceReload(t *testing.T) {
 	if s.Current() != first {
 		t.Error("a bad file replaced the catalog")
 	}
-	entries := logs.FilterMessage("catalog reload refused; the previous catalog keeps serving").All()
+	entries := logs.withMessage("catalog reload refused; the previous catalog keeps serving")
 	if len(entries) != 1 {
 		t.Fatalf("logged %d refusals, want 1", len(entries))
 	}
-	if got := entries[0].ContextMap()["problems"]; got != int64(len(le.Problems)) {
+	if got := entries[0]["problems"]; got != int64(len(le.Problems)) {
 		t.Errorf("logged problems = %v, want %d", got, len(le.Problems))
 	}
 
@@ -153,7 +151,7 @@ func TestSourceReload(t *testing.T) {
 func TestOpenRefusesBadFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "models.yaml")
 	writeFile(t, path, badYAML)
-	if _, err := Open(path, zap.NewNop()); !errors.Is(err, ErrInvalid) {
+	if _, err := Open(path, slog.New(slog.DiscardHandler)); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Open of a bad file: %v", err)
 	}
 	if _, err := Open(filepath.Join(t.TempDir(), "none.yaml"), nil); !errors.Is(err, os.ErrNotExist) {
@@ -166,7 +164,7 @@ func TestOpenRefusesBadFile(t *testing.T) {
 func watchedSource(t *testing.T, path string) (*Source, reloads) {
 	t.Helper()
 	events := make(reloads, 100)
-	s, err := Open(path, zap.NewNop(), WithOnReload(events.fn), WithDebounce(20*time.Millisecond))
+	s, err := Open(path, slog.New(slog.DiscardHandler), WithOnReload(events.fn), WithDebounce(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +294,7 @@ func swapConfigMap(t *testing.T, dir, content string) {
 func TestSwapNeverMixes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "models.yaml")
 	writeFile(t, path, versionYAML(1))
-	s, err := Open(path, zap.NewNop())
+	s, err := Open(path, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,5 +351,74 @@ func TestStaticSource(t *testing.T) {
 	cancel()
 	if err := s.Watch(ctx); err != nil {
 		t.Errorf("Watch: %v", err)
+	}
+}
+
+// recordedLogs is a slog.Handler that keeps every record's attributes by
+// message, for tests that check what was logged.
+type recordedLogs struct {
+	mu      sync.Mutex
+	records []recordedLog
+}
+
+type recordedLog struct {
+	msg   string
+	attrs map[string]any
+}
+
+func (h *recordedLogs) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordedLogs) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *recordedLogs) WithGroup(string) slog.Handler            { return h }
+
+func (h *recordedLogs) Handle(_ context.Context, r slog.Record) error {
+	attrs := map[string]any{}
+	r.Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = a.Value.Any()
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, recordedLog{msg: r.Message, attrs: attrs})
+	return nil
+}
+
+// withMessage returns the attributes of every record logged with msg.
+func (h *recordedLogs) withMessage(msg string) []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []map[string]any
+	for _, r := range h.records {
+		if r.msg == msg {
+			out = append(out, r.attrs)
+		}
+	}
+	return out
+}
+
+// TestPrimaryModalityIsANote: modality is the primary modality (the spec),
+// so one naming fewer inputs than input_modalities is accepted, with a
+// warning naming the model; one naming a modality the lists lack is not.
+func TestPrimaryModalityIsANote(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "models.yaml")
+	primary := strings.Replace(versionYAML(1), "input_modalities: [text]", "input_modalities: [text, image]", 1)
+	writeFile(t, path, primary)
+	logs := &recordedLogs{}
+	s, err := Open(path, slog.New(logs))
+	if err != nil {
+		t.Fatalf("a primary modality was refused: %v", err)
+	}
+	notes := s.Current().Notes()
+	if len(notes) != 1 || notes[0].Model != "v/one" || notes[0].Field != "architecture.modality" {
+		t.Fatalf("notes = %+v, want one on v/one's architecture.modality", notes)
+	}
+	warned := logs.withMessage("catalog entry accepted with a note")
+	if len(warned) != 1 || warned[0]["model"] != "v/one" {
+		t.Errorf("warnings = %v, want one naming v/one", warned)
+	}
+
+	missing := strings.Replace(versionYAML(1), "modality: text->text", "modality: text+audio->text", 1)
+	writeFile(t, path, missing)
+	if _, err := Open(path, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a modality missing from the lists: %v, want ErrInvalid", err)
 	}
 }

@@ -70,6 +70,8 @@ func detailsPath(base string) string { return "/api/v1/models/" + base + "/endpo
 type validator struct {
 	f        *file
 	problems []Problem
+	// notes are accepted but worth an operator's look (Catalog.Notes).
+	notes []Problem
 }
 
 func (v *validator) add(i int, path, format string, args ...any) {
@@ -100,7 +102,15 @@ func (v *validator) line(i int, path string) int {
 	}
 }
 
-func validateFile(f *file) []Problem {
+// note records something accepted but worth a warning.
+func (v *validator) note(i int, path, format string, args ...any) {
+	n := len(v.problems)
+	v.add(i, path, format, args...)
+	v.notes = append(v.notes, v.problems[n])
+	v.problems = v.problems[:n]
+}
+
+func validateFile(f *file) (problems, notes []Problem) {
 	v := &validator{f: f}
 	byID := make(map[string]int, len(f.models))
 	for i := range f.models {
@@ -118,7 +128,7 @@ func validateFile(f *file) []Problem {
 		byID[m.ID] = i
 	}
 	v.crossChecks(byID)
-	return v.problems
+	return v.problems, v.notes
 }
 
 func (v *validator) model(i int, m *Model) {
@@ -318,8 +328,12 @@ func (v *validator) architecture(i int, a *ModelArchitecture) {
 		ins, outs := strings.Split(in, "+"), strings.Split(out, "+")
 		if !ok || !allIn(ins, inputModalities) || !allIn(outs, outputModalities) {
 			v.add(i, "architecture.modality", "%q is not <input>[+<input>...]-><output>[+<output>...] with known modalities", *a.Modality)
+		} else if !subset(ins, a.InputModalities) || !subset(outs, a.OutputModalities) {
+			v.add(i, "architecture.modality", "%q names modalities missing from input_modalities or output_modalities", *a.Modality)
 		} else if !sameSet(ins, a.InputModalities) || !sameSet(outs, a.OutputModalities) {
-			v.add(i, "architecture.modality", "%q does not match input_modalities and output_modalities", *a.Modality)
+			// The spec calls modality the primary one: a model that also
+			// takes images may say text->text. Accepted, and said.
+			v.note(i, "architecture.modality", "%q names fewer modalities than input_modalities and output_modalities (taken as the primary modality)", *a.Modality)
 		}
 	}
 	if t, ok := a.InstructType.Get(); ok && !instructTypes[t] {
@@ -333,6 +347,16 @@ func (v *validator) architecture(i int, a *ModelArchitecture) {
 func allIn(values []string, allowed map[string]bool) bool {
 	for _, s := range values {
 		if !allowed[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// subset reports whether every value of a is in b.
+func subset(a, b []string) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
 			return false
 		}
 	}

@@ -159,6 +159,8 @@ type Rates struct {
 	Enabled *bool `yaml:"enabled"`
 	Default Rate  `yaml:"default"`
 	Files   Rate  `yaml:"files"`
+	// AuthFailures limits failed authentications per client address.
+	AuthFailures Rate `yaml:"auth_failures"`
 }
 
 // On reports whether rate limiting is enabled (the default).
@@ -236,6 +238,9 @@ func Default() Config {
 			Rate: Rates{
 				Default: Rate{Requests: 600, Per: time.Minute, Burst: 100},
 				Files:   Rate{Requests: 60, Per: time.Minute, Burst: 20},
+				// Generous for a misconfigured client, far too slow to
+				// guess a key: 30 tries at once, then one every 2 s.
+				AuthFailures: Rate{Requests: 30, Per: time.Minute, Burst: 30},
 			},
 		},
 	}

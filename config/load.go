@@ -247,7 +247,7 @@ func (c *Config) Validate() error {
 	if c.Limits.UploadsInFlightPerKey < 1 {
 		p.add("limits.uploads_in_flight_per_key", "must be at least 1")
 	}
-	for name, r := range map[string]Rate{"default": c.Limits.Rate.Default, "files": c.Limits.Rate.Files} {
+	for name, r := range map[string]Rate{"default": c.Limits.Rate.Default, "files": c.Limits.Rate.Files, "auth_failures": c.Limits.Rate.AuthFailures} {
 		path := "limits.rate." + name
 		p.positive(path+".requests", int64(r.Requests))
 		p.positive(path+".per", int64(r.Per))

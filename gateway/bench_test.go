@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -48,7 +49,7 @@ func BenchmarkModelLookupChain(b *testing.B) {
 	api := New(Options{
 		Log:     log,
 		Auth:    policy.NewAuthenticator(oneKeyStore{key}, 1<<62),
-		Catalog: catalog.NewStatic(c, log),
+		Catalog: catalog.NewStatic(c, slog.New(slog.DiscardHandler)),
 	})
 	h := api.Handler()
 	req := httptest.NewRequest("GET", "/api/v1/model/openai/gpt-4o", nil)

@@ -172,6 +172,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 		log.Error("request failed", zap.Int("status", status), zap.String("request_id", requestIDFrom(r.Context())), zap.Error(err))
 	}
 	setRetryHeaders(w.Header(), status, err)
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="api"`) // RFC 9110 §11.6.1: a 401 names its scheme
+	}
 	bodyClockFrom(r.Context()).prepareLinger(w.Header())
 	writeJSON(w, status, env)
 }

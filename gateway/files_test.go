@@ -91,7 +91,7 @@ func (u *fakeUpload) Abort(context.Context) { u.aborts++ }
 
 const testMaxFile = 1 << 10
 
-func newFilesAPI(t *testing.T) (http.Handler, *fakeFiles) {
+func newFilesAPI(t testing.TB) (http.Handler, *fakeFiles) {
 	t.Helper()
 	ff := &fakeFiles{max: testMaxFile, up: &fakeUpload{}}
 	api, _ := newTestAPI(t, Options{Files: ff})

@@ -38,7 +38,7 @@ var (
 	testAuth      = fakeAuth{"standard": standardKey, "management": managementKey}
 )
 
-func newTestAPI(t *testing.T, o Options) (*API, *observer.ObservedLogs) {
+func newTestAPI(t testing.TB, o Options) (*API, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	if o.Log == nil {

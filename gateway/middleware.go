@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
@@ -243,9 +241,9 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 // authenticate requires a valid key on every route below it.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k, err := a.auth.Authenticate(r.Context(), credentials(r))
+		k, err := a.authenticateRequest(r)
 		if err != nil {
-			writeError(w, r, a.log, authError(err))
+			writeError(w, r, a.log, err)
 			return
 		}
 		if ex := exchangeFrom(r.Context()); ex != nil {
@@ -253,31 +251,6 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// credentials returns the caller's key as an Authorization header value:
-// that header itself or, when it is absent (or empty), the X-Api-Key header
-// as a bearer token, which is how the Anthropic SDKs send a key. Both go
-// through the one Authenticator: the same checks, the same constant-time
-// comparison, the same 401s. Authorization wins when both are sent, so a
-// second header can never turn a refused key into an accepted one.
-func credentials(r *http.Request) string {
-	if h := r.Header.Get("Authorization"); h != "" {
-		return h
-	}
-	if k := r.Header.Get("X-Api-Key"); k != "" {
-		return "Bearer " + k
-	}
-	return ""
-}
-
-// authError keeps the authenticator's verdicts and turns a key store that
-// could not decide into a 503: try again, not "bad key".
-func authError(err error) error {
-	if errors.Is(err, policy.ErrUnauthenticated) || errors.Is(err, policy.ErrInvalidKey) {
-		return err
-	}
-	return fmt.Errorf("%w: authenticate: %w", errUnavailable, err)
 }
 
 // managementOnly refuses ordinary keys with the spec's 403.

@@ -26,7 +26,7 @@ var loadShipped = sync.OnceValues(func() (*catalog.Catalog, error) {
 	return catalog.FromBytes(data)
 })
 
-func shippedCatalog(t *testing.T) staticCatalog {
+func shippedCatalog(t testing.TB) staticCatalog {
 	t.Helper()
 	c, err := loadShipped()
 	if err != nil {

@@ -16,6 +16,9 @@ type RateLimits struct {
 	Limiter policy.Limiter
 	Default policy.Limit
 	Files   policy.Limit
+	// AuthFailures limits failed authentications per client address; a
+	// zero Rate turns that off.
+	AuthFailures policy.Limit
 }
 
 // limit is the configured limit of a request class.

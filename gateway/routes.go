@@ -8,7 +8,6 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -64,9 +63,12 @@ type API struct {
 	accessLog  bool
 	// bodyTimeout is the read deadline of request bodies (guardBody).
 	bodyTimeout time.Duration
-	lingering   Lingering
-	ids         *requestIDs
-	draining    atomic.Bool
+	// authFailures limits failed authentications per client address; nil
+	// when rate limiting is off.
+	authFailures *authFailureLimit
+	lingering    Lingering
+	ids          *requestIDs
+	draining     atomic.Bool
 }
 
 // New builds the API from its dependencies.
@@ -75,7 +77,7 @@ func New(o Options) *API {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	return &API{
+	api := &API{
 		log:         o.Log,
 		auth:        o.Auth,
 		catalog:     o.Catalog,
@@ -91,6 +93,10 @@ func New(o Options) *API {
 		lingering:   cmp.Or(o.LingeringClose, DefaultLingering),
 		ids:         newRequestIDs(),
 	}
+	if l := o.Limits; l != nil && l.Limiter != nil && l.AuthFailures.Rate > 0 {
+		api.authFailures = newAuthFailureLimit(l.Limiter, l.AuthFailures)
+	}
+	return api
 }
 
 // StartDraining makes /readyz fail so load balancers stop routing here.
@@ -105,8 +111,8 @@ func (a *API) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(a.observe)
 	r.Use(a.guardBody)
-	r.NotFound(a.adapt(a.notFound))
-	r.MethodNotAllowed(a.adapt(func(http.ResponseWriter, *http.Request) error { return errMethodNotAllowed }))
+	r.NotFound(a.adapt(a.unrouted(errNotFound)))
+	r.MethodNotAllowed(a.adapt(a.unrouted(errMethodNotAllowed)))
 
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
@@ -139,15 +145,3 @@ const DefaultBodyReadTimeout = 30 * time.Second
 
 // apiPrefix is the base path of the API; links in responses use it too.
 const apiPrefix = "/api/v1"
-
-// notFound answers unknown paths. Under /api/v1 the caller must still
-// authenticate first, so the API's shape is not revealed to anonymous
-// probes: they get 401 for every path.
-func (a *API) notFound(w http.ResponseWriter, r *http.Request) error {
-	if strings.HasPrefix(r.URL.Path, apiPrefix+"/") {
-		if _, err := a.auth.Authenticate(r.Context(), credentials(r)); err != nil {
-			return authError(err)
-		}
-	}
-	return errNotFound
-}

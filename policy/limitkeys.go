@@ -34,6 +34,10 @@ func RequestsKey(c Class, keyID string) string {
 	return "default:key:" + keyID
 }
 
+// AuthFailuresKey is the key of the failed authentications of one client
+// address.
+func AuthFailuresKey(clientAddr string) string { return "authfail:addr:" + clientAddr }
+
 // UploadsKey is the key of the upload rate of one workspace.
 func UploadsKey(workspaceID string) string { return "files:ws:" + workspaceID }
 

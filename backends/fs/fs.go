@@ -351,11 +351,29 @@ func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
 // Check implements backends.Checker: the root and its temporary directory
 // are still there.
 func (b *Bucket) Check(ctx context.Context) error {
-	if _, err := b.root.Stat(tmpDir); err != nil {
-		return fmt.Errorf("fs: check: %w", classify(err))
+	// A write, not a stat: a full disk (or an exhausted inode or quota
+	// budget) answers a stat but refuses every upload, and readiness must
+	// say so. One small synced file, removed at once, per check.
+	name, f, err := b.createTemp()
+	if err != nil {
+		return fmt.Errorf("fs: check: %w", classifyWrite(err))
+	}
+	defer func() {
+		_ = f.Close()
+		_ = b.root.Remove(name)
+	}()
+	if _, err := f.Write(checkProbe[:]); err != nil {
+		return fmt.Errorf("fs: check: write: %w", classifyWrite(err))
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fs: check: sync: %w", classifyWrite(err))
 	}
 	return nil
 }
+
+// checkProbe is what Check writes: one page, so the file system must
+// allocate a block for it.
+var checkProbe [4096]byte
 
 // Close implements backends.Bucket.
 func (b *Bucket) Close() error { return b.root.Close() }

@@ -146,7 +146,7 @@ func NewReader(r io.Reader, filename string) (*Reader, error) {
 		return nil, ErrEmptyFile
 	}
 	t := &Reader{r: r, replay: buf[:n], eof: eof}
-	mime, family := sniffBinary(t.replay)
+	mime, family := sniffBinary(t.replay, eof)
 	if mime == "" {
 		// Not a binary type: text, or nothing we accept. A header that
 		// began like a binary type names the better reason for refusing.
@@ -253,8 +253,8 @@ func (t *Reader) Read(p []byte) (int, error) {
 // sniffBinary recognises the binary types from their headers. It returns
 // the mime type, or "" and, when b began like one of them without being a
 // valid one, the reason to give if b is not text either ("%PDF-x" or "PK"
-// may just as well start a text file).
-func sniffBinary(b []byte) (mime, family string) {
+// may just as well start a text file). eof says b is the whole file.
+func sniffBinary(b []byte, eof bool) (mime, family string) {
 	switch {
 	case bytes.HasPrefix(b, []byte("%PDF-")):
 		// "%PDF-1.7": the version must follow.
@@ -298,9 +298,9 @@ func sniffBinary(b []byte) (mime, family string) {
 		return "", reasonZip // an empty or a spanned archive
 	case bytes.HasPrefix(b, []byte("ID3")):
 		if end, ok := id3End(b, 0); ok {
-			return sniffAfterID3(b, end)
+			return sniffAfterID3(b, end, eof)
 		}
-	case mpegAudioAt(b, 0):
+	case mpegStreamAt(b, 0, eof):
 		return MimeMP3, ""
 	}
 	return "", ""
@@ -372,7 +372,7 @@ func id3End(b []byte, at int) (int, bool) {
 // sniffAfterID3 looks at what an ID3v2 tag (or several) precedes: MPEG audio
 // is what the tag is for, though FLAC files carry one too. A tag larger than
 // the window hides what follows; the tag itself is then the evidence.
-func sniffAfterID3(b []byte, end int) (mime, family string) {
+func sniffAfterID3(b []byte, end int, eof bool) (mime, family string) {
 	for end < len(b) {
 		next, ok := id3End(b, end)
 		if !ok {
@@ -393,7 +393,7 @@ func sniffAfterID3(b []byte, end int) (mime, family string) {
 	// Taggers leave padding or junk before the first frame; decoders scan
 	// for the sync, and so do we, within the window.
 	for i := end; i+4 <= len(b); i++ {
-		if b[i] == 0xff && mpegAudioAt(b, i) {
+		if b[i] == 0xff && mpegStreamAt(b, i, eof) {
 			return MimeMP3, ""
 		}
 	}
@@ -458,21 +458,46 @@ func mpegHeader(h []byte) (length int, stream byte, ok bool) {
 	return length, stream, true
 }
 
-// mpegAudioAt reports whether a valid MPEG audio frame header sits at b[at:]
-// and, when the window holds the start of the next frame, whether a header
-// of the same stream follows it: a lone 0xFFEx pair is easy to meet by
-// chance, two in step are not.
-func mpegAudioAt(b []byte, at int) bool {
+// minMPEGFrames is how many frame headers in step make an MPEG audio
+// stream. Two bytes of sync (0xFFEx) are easy to meet by chance: an ELF
+// header, UTF-16 text behind its FF FE byte order mark. Three frames whose
+// lengths lead from one header to the next are not.
+const minMPEGFrames = 3
+
+// mpegStreamAt reports whether MPEG audio starts at b[at:]: minMPEGFrames
+// frames of one stream, each header where the previous frame's length says,
+// or, in a file shorter than that (eof: b is the whole file), whole frames to
+// its end (an ID3v1 "TAG" trailer allowed). Free-format frames (bitrate
+// index 0) cannot be followed without decoding, so they are refused.
+func mpegStreamAt(b []byte, at int, eof bool) bool {
 	length, stream, ok := mpegHeader(b[at:])
-	if !ok {
+	if !ok || length == 0 {
 		return false
 	}
-	next := at + length
-	if length == 0 || next+4 > len(b) {
-		return true
+	pos := at
+	for frames := 1; ; frames++ {
+		pos += length
+		switch {
+		case frames >= minMPEGFrames:
+			return true
+		case pos > len(b):
+			// The frame runs past what we have: at the end of the file
+			// it is cut short, which is fine only after a whole one.
+			return !eof || frames > 1
+		case len(b)-pos < 4:
+			// Whole frames up to the end of the file (or of the window,
+			// which holds more frames than minMPEGFrames of any size
+			// unless the stream starts deep into it, after a tag).
+			return true
+		case eof && bytes.HasPrefix(b[pos:], []byte("TAG")):
+			return true
+		}
+		next, s, ok := mpegHeader(b[pos:])
+		if !ok || next == 0 || s != stream {
+			return false
+		}
+		length = next
 	}
-	_, s, ok := mpegHeader(b[next:])
-	return ok && s == stream
 }
 
 // Codec identification packets that open an Ogg logical stream.

@@ -890,3 +890,38 @@ func BenchmarkReader(b *testing.B) {
 		})
 	}
 }
+
+// TestReaderRefusesChanceMPEGSync: two bytes of MPEG sync are easy to meet
+// by chance; these are not audio, and not text either (NUL bytes), so they
+// are refused rather than stored as audio/mpeg.
+func TestReaderRefusesChanceMPEGSync(t *testing.T) {
+	elf := concat([]byte{0xff, 0xfb, 0x00, 0x00}, []byte("\x7fELF\x02\x01\x01\x00"), make([]byte, 4096))
+	utf16 := concat([]byte{0xff, 0xfe}, []byte("h\x00e\x00l\x00l\x00o\x00\n\x00"))
+	for name, content := range map[string][]byte{
+		"free-format header before an ELF file": elf,
+		"UTF-16 text with a byte order mark":    utf16,
+		"one frame header, then no frame":       concat(mp3Frames(1)[:4], bytes.Repeat([]byte{0x01, 0x00}, 2000)),
+		"two frames, then no third":             concat(mp3Frames(2), bytes.Repeat([]byte{0x01, 0x00}, 2000)),
+		"a lone frame cut short":                mp3Frames(1)[:200],
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := NewReader(bytes.NewReader(content), "file.mp3")
+			if !errors.Is(err, ErrUnsupportedType) {
+				t.Fatalf("NewReader = %v, %v; want ErrUnsupportedType", r, err)
+			}
+		})
+	}
+	// Whole frames to the end of a short file, and an ID3v1 trailer, are
+	// still audio.
+	for name, content := range map[string][]byte{
+		"two whole frames":           mp3Frames(2),
+		"one frame and an ID3v1 tag": concat(mp3Frames(1), []byte("TAG"), make([]byte, 125)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := NewReader(bytes.NewReader(content), "file.mp3")
+			if err != nil || r.MimeType() != MimeMP3 {
+				t.Fatalf("NewReader = %v; want audio/mpeg", err)
+			}
+		})
+	}
+}

@@ -176,7 +176,7 @@ func openCatalog(path string, log *zap.Logger, reg prometheus.Registerer) (*cata
 		}
 		reloads.WithLabelValues("ok").Inc()
 	})
-	src, err := catalog.Open(path, log, onReload)
+	src, err := catalog.Open(path, slogOf(log), onReload)
 	if errors.Is(err, iofs.ErrNotExist) && path == config.Default().Catalog.Path {
 		data, rerr := configs.Files.ReadFile("models.yaml")
 		if rerr != nil {
@@ -187,7 +187,7 @@ func openCatalog(path string, log *zap.Logger, reg prometheus.Registerer) (*cata
 			return nil, fmt.Errorf("embedded catalog: %w", berr)
 		}
 		log.Warn("catalog file not found; serving the catalog embedded in the binary", zap.String("path", path))
-		return catalog.NewStatic(c, log, onReload), nil
+		return catalog.NewStatic(c, slogOf(log), onReload), nil
 	}
 	if err != nil {
 		return nil, err // it names the file

@@ -83,9 +83,10 @@ func openLimits(cfg config.Config, log *zap.Logger, reg prometheus.Registerer, c
 	}
 	if cfg.Limits.Rate.On() {
 		set.requests = &gateway.RateLimits{
-			Limiter: limiter,
-			Default: limitOf(cfg.Limits.Rate.Default),
-			Files:   limitOf(cfg.Limits.Rate.Files),
+			Limiter:      limiter,
+			Default:      limitOf(cfg.Limits.Rate.Default),
+			Files:        limitOf(cfg.Limits.Rate.Files),
+			AuthFailures: limitOf(cfg.Limits.Rate.AuthFailures),
 		}
 		admission.Files = limitOf(cfg.Limits.Rate.Files)
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/configs"
 	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -102,4 +104,11 @@ func NewLogger(c config.Log, w io.Writer) (*zap.Logger, func()) {
 	core := zapcore.NewCore(enc, ws, level)
 	log := zap.New(core, zap.ErrorOutput(zapcore.AddSync(w)))
 	return log, func() { _ = ws.Stop() }
+}
+
+// slogOf is log for the domain packages, which log through the standard
+// library's log/slog: zap itself imports net/http, which they must not.
+// Lines keep zap's encoding, level and buffering.
+func slogOf(log *zap.Logger) *slog.Logger {
+	return slog.New(zapslog.NewHandler(log.Core()))
 }
