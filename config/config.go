@@ -52,6 +52,18 @@ type Server struct {
 	// MaxConnectionsPerClient caps the connections one peer address may
 	// hold open; trusted proxies are exempt. 0 means no cap.
 	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
+	// LingeringClose bounds the reading of a body still coming when its
+	// request is refused early (a 413 by declared length, a 401 before an
+	// upload), so clients that send everything before reading get the answer.
+	LingeringClose LingeringClose `yaml:"lingering_close"`
+}
+
+// LingeringClose is how much of a refused request's body is read and
+// dropped, and for how long at most, before its connection closes.
+// MaxBytes 0 turns it off (the connection closes on the unread body).
+type LingeringClose struct {
+	MaxBytes ByteSize      `yaml:"max_bytes"`
+	Timeout  time.Duration `yaml:"timeout"`
 }
 
 // Log configures the zap logger.
@@ -209,6 +221,9 @@ func Default() Config {
 			// own), with room for storage, database and Redis connections.
 			MaxConnections:          8192,
 			MaxConnectionsPerClient: 256,
+			// Enough for an upload a little over the default file limit to
+			// finish arriving on a reasonable link, then read its 413.
+			LingeringClose: LingeringClose{MaxBytes: 128 << 20, Timeout: 30 * time.Second},
 		},
 		Log:      Log{Level: "info", Format: "json"},
 		Metadata: Metadata{Driver: "sqlite", DSN: "./data/gateway.db"},

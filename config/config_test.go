@@ -26,7 +26,7 @@ func TestParseEmptyIsDefault(t *testing.T) {
 
 func TestParseValues(t *testing.T) {
 	yml := `
-server: {listen: "0.0.0.0:9000", drain_delay: 5s, trusted_proxies: [10.0.0.0/8, 192.168.1.1]}
+server: {listen: "0.0.0.0:9000", drain_delay: 5s, trusted_proxies: [10.0.0.0/8, 192.168.1.1], lingering_close: {max_bytes: 256MiB}}
 redis: {url: "redis://:${REDIS_PW}@redis:6379/0", replicas_hint: 3}
 limits: {workspace_storage_bytes: 20GiB, upload_bytes: {bytes: 1GB, per: 30m}}
 `
@@ -47,6 +47,9 @@ limits: {workspace_storage_bytes: 20GiB, upload_bytes: {bytes: 1GB, per: 30m}}
 	if got := len(cfg.Server.TrustedPrefixes()); got != 2 {
 		t.Errorf("trusted prefixes = %d, want 2", got)
 	}
+	if lc := cfg.Server.LingeringClose; lc.MaxBytes != 256<<20 || lc.Timeout != 30*time.Second {
+		t.Errorf("lingering_close = %+v, want the bytes set and the default timeout kept", lc)
+	}
 	// Defaults survive a partial section.
 	if cfg.Server.ReadHeaderTimeout != 10*time.Second {
 		t.Errorf("read_header_timeout default lost: %v", cfg.Server.ReadHeaderTimeout)
@@ -66,6 +69,8 @@ func TestParseBadFiles(t *testing.T) {
 			`metadata.driver: "mysql" is not one of`,
 			"storage.s3.bucket: must be set",
 			"limits.rate.files.requests: must be greater than zero",
+			"server.lingering_close.max_bytes:",
+			"server.lingering_close.timeout: must be greater than zero",
 		}},
 	}
 	for _, tt := range tests {

@@ -168,6 +168,8 @@ func (c *Config) Validate() error {
 	p.nonNegative("server.min_upload_rate", int64(c.Server.MinUploadRate))
 	p.nonNegative("server.max_connections", int64(c.Server.MaxConnections))
 	p.nonNegative("server.max_connections_per_client", int64(c.Server.MaxConnectionsPerClient))
+	p.nonNegative("server.lingering_close.max_bytes", int64(c.Server.LingeringClose.MaxBytes))
+	p.positive("server.lingering_close.timeout", int64(c.Server.LingeringClose.Timeout))
 	p.nonNegative("server.shutdown_grace", int64(c.Server.ShutdownGrace))
 	p.nonNegative("server.drain_delay", int64(c.Server.DrainDelay))
 	for i, cidr := range c.Server.TrustedProxies {

@@ -5,6 +5,7 @@
 package files
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -138,10 +139,12 @@ type Upload interface {
 	// ErrStorageUnavailable, ErrProvider or ErrProviderTimeout wrapping the
 	// destination's failure.
 	Write(ctx context.Context, filename string, body io.Reader) error
-	// Commit records the file, making it visible, and settles the quota and
-	// limits. ErrNoFile when Write stored nothing. On any error the stored
-	// bytes are removed by the Abort the caller deferred.
-	Commit(ctx context.Context) (Record, error)
+	// Commit records the file with its purpose ("" is DefaultPurpose; see
+	// ParsePurpose), making it visible, and settles the quota and limits.
+	// The purpose is given here rather than to Begin because a form may
+	// send it after the file. ErrNoFile when Write stored nothing. On any
+	// error the stored bytes are removed by the Abort the caller deferred.
+	Commit(ctx context.Context, purpose Purpose) (Record, error)
 	// Abort undoes whatever the upload did: the stored object or provider
 	// file is deleted, the reservation released, the shared limits settled
 	// with 0 bytes. It runs on a context detached from ctx's cancellation (a
@@ -304,10 +307,11 @@ func (u *upload) Write(ctx context.Context, filename string, body io.Reader) err
 // stored reports whether Write placed bytes at the destination.
 func (u *upload) stored() bool { return u.rec.ObjectKey != "" }
 
-func (u *upload) Commit(ctx context.Context) (Record, error) {
+func (u *upload) Commit(ctx context.Context, purpose Purpose) (Record, error) {
 	if !u.stored() {
 		return Record{}, ErrNoFile
 	}
+	u.rec.Purpose = cmp.Or(purpose, DefaultPurpose)
 	if err := u.s.store.Commit(ctx, *u.res, u.rec); err != nil {
 		return Record{}, err // the deferred Abort removes the bytes
 	}

@@ -81,7 +81,7 @@ func (r *rig) upload(ctx context.Context, p Params, filename string, body io.Rea
 	if err := up.Write(ctx, filename, body); err != nil {
 		return Record{}, err
 	}
-	return up.Commit(ctx)
+	return up.Commit(ctx, "")
 }
 
 // assertNothingHeld checks that a failed upload left no bytes, no record and
@@ -116,7 +116,7 @@ func TestUploadToBucket(t *testing.T) {
 	want := Record{
 		ID: rec.ID, WorkspaceID: aliceDefault, KeyID: "key-alice", Filename: "notes/today.txt",
 		MimeType: sniff.MimeText, Size: int64(len(hello)), SHA256: hex.EncodeToString(sum[:]), Backend: "fs",
-		ObjectKey: "ws/" + aliceDefault + "/" + rec.ID, CreatedAt: fixedNow.UTC().Truncate(time.Microsecond),
+		ObjectKey: "ws/" + aliceDefault + "/" + rec.ID, Purpose: DefaultPurpose, CreatedAt: fixedNow.UTC().Truncate(time.Microsecond),
 	}
 	if rec != want {
 		t.Fatalf("record\n got %+v\nwant %+v", rec, want)
@@ -433,11 +433,34 @@ func TestCommitWithoutAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer up.Abort(t.Context())
-	if _, err := up.Commit(t.Context()); !errors.Is(err, ErrNoFile) {
+	if _, err := up.Commit(t.Context(), ""); !errors.Is(err, ErrNoFile) {
 		t.Fatalf("Commit = %v, want ErrNoFile", err)
 	}
 	if len(r.store.records) != 0 {
 		t.Error("a record without bytes")
+	}
+}
+
+func TestCommitStoresThePurpose(t *testing.T) {
+	r := newRig(t)
+	up, err := r.s.Begin(t.Context(), Params{Key: aliceKey, Declared: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Abort(t.Context())
+	if err := up.Write(t.Context(), "a.txt", strings.NewReader(hello)); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := up.Commit(t.Context(), PurposeBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := r.s.store.FileByID(t.Context(), aliceDefault, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Purpose != PurposeBatch || stored.Purpose != PurposeBatch {
+		t.Errorf("purpose answered %q, stored %q; want %q", rec.Purpose, stored.Purpose, PurposeBatch)
 	}
 }
 
@@ -450,7 +473,7 @@ func TestAbortAfterCommitDoesNothing(t *testing.T) {
 	if err := up.Write(t.Context(), "a.txt", strings.NewReader(hello)); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := up.Commit(t.Context())
+	rec, err := up.Commit(t.Context(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,7 +596,7 @@ func TestWaitReturnsOnceEveryUploadIsOver(t *testing.T) {
 		if err := first.Write(t.Context(), "a.txt", strings.NewReader(hello)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := first.Commit(t.Context()); err != nil {
+		if _, err := first.Commit(t.Context(), ""); err != nil {
 			t.Fatal(err)
 		}
 		if !waiting() {

@@ -31,6 +31,7 @@ type Record struct {
 	SHA256      string // hex
 	Backend     string // fs | s3 | gcs | openai | anthropic
 	ObjectKey   string // bucket key, or the provider's file id
+	Purpose     Purpose
 	CreatedAt   time.Time
 }
 

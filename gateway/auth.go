@@ -28,7 +28,7 @@ func (a *API) authenticateRequest(r *http.Request) (*policy.APIKey, error) {
 			return nil, err
 		}
 	}
-	k, err := a.auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
+	k, err := a.auth.Authenticate(r.Context(), credentials(r))
 	if err == nil {
 		return k, nil
 	}
@@ -38,6 +38,22 @@ func (a *API) authenticateRequest(r *http.Request) (*policy.APIKey, error) {
 		}
 	}
 	return nil, authError(err)
+}
+
+// credentials returns the caller's key as an Authorization header value:
+// that header itself or, when it is absent (or empty), the X-Api-Key header
+// as a bearer token, which is how the Anthropic SDKs send a key. Both go
+// through the one Authenticator: the same checks, the same constant-time
+// comparison, the same 401s. Authorization wins when both are sent, so a
+// second header can never turn a refused key into an accepted one.
+func credentials(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		return h
+	}
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return "Bearer " + k
+	}
+	return ""
 }
 
 // authError keeps the authenticator's verdicts and turns a key store that

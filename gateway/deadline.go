@@ -27,6 +27,9 @@ import (
 // deadline is cleared once the body has been read to its end, so a handler
 // that works longer than it after reading (a slow store) is not cancelled
 // by it. Upload handlers move it forward as bytes arrive (bodyClock.extend).
+//
+// An error answered while the body is still coming is followed by a
+// lingering close (prepareLinger), once the handler has returned.
 func (a *API) guardBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
@@ -36,10 +39,12 @@ func (a *API) guardBody(next http.Handler) http.Handler {
 		if len(r.TransferEncoding) > 0 {
 			w.Header().Set("Connection", "close")
 		}
-		clock := &bodyClock{rc: http.NewResponseController(w)}
+		clock := &bodyClock{rc: http.NewResponseController(w), declared: r.ContentLength, idle: a.bodyTimeout, bounds: a.lingering}
 		clock.set(time.Now().Add(a.bodyTimeout))
-		r.Body = &clockedBody{ReadCloser: r.Body, clock: clock}
+		clock.body = &clockedBody{ReadCloser: r.Body, clock: clock}
+		r.Body = clock.body
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyClockKey{}, clock)))
+		clock.linger()
 	})
 }
 
@@ -52,12 +57,23 @@ func bodyClockFrom(ctx context.Context) *bodyClock {
 	return c
 }
 
-// bodyClock is the read deadline of one request's body.
+// bodyClock is the read deadline of one request's body, and what is known
+// of the body: how much was declared and read, whether it ended, whether
+// the answer chose to linger (see prepareLinger). A nil *bodyClock (a
+// request without a body) does nothing.
 type bodyClock struct {
 	rc       *http.ResponseController
+	body     *clockedBody
+	declared int64         // Content-Length, or -1 when chunked
+	idle     time.Duration // the body read timeout, bounding each read of a drain
+	bounds   Lingering
 	mu       sync.Mutex
+	read     int64
 	done     bool
 	extended time.Time
+	// lingering: the answer was written with Connection: close while the
+	// body was still coming; the rest is drained after the handler.
+	lingering bool
 }
 
 func (c *bodyClock) set(deadline time.Time) {
@@ -71,6 +87,9 @@ func (c *bodyClock) set(deadline time.Time) {
 // than the length of the transfer without a system call per read. After
 // the body has ended it does nothing.
 func (c *bodyClock) extend(idle time.Duration) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -99,6 +118,9 @@ type clockedBody struct {
 
 func (b *clockedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
+	b.clock.mu.Lock()
+	b.clock.read += int64(n)
+	b.clock.mu.Unlock()
 	if errors.Is(err, io.EOF) {
 		b.clock.stop()
 	}

@@ -88,6 +88,7 @@ var errorTable = []errorKind{
 	{files.ErrUnknownProvider, http.StatusBadRequest, msgBadRequest},
 	{files.ErrNoProviderKey, http.StatusBadRequest, msgBadRequest},
 	{files.ErrInvalidFilename, http.StatusBadRequest, msgBadRequest},
+	{files.ErrInvalidPurpose, http.StatusBadRequest, msgBadRequest},
 	{sniff.ErrUnsupportedType, http.StatusBadRequest, msgBadRequest},
 	{sniff.ErrEmptyFile, http.StatusBadRequest, msgBadRequest},
 	{files.ErrWorkspaceForbidden, http.StatusForbidden, msgWorkspaceForbidden},
@@ -177,6 +178,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="api"`) // RFC 9110 §11.6.1: a 401 names its scheme
 	}
+	bodyClockFrom(r.Context()).prepareLinger(w.Header())
 	writeJSON(w, status, env)
 }
 

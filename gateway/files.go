@@ -10,7 +10,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
-	"strings"
 	"time"
 
 	"github.com/aigateway/gateway/files"
@@ -42,8 +41,9 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	limit := a.files.MaxFileBytes() + multipartSlack
 	if r.ContentLength > limit {
 		// Refused before reading: net/http sends no 100 Continue to a
-		// client that asked for one, and the body is never read.
-		return errTooLarge
+		// client that asked for one, and the file is never stored. The
+		// answer is the one a file found too large while streaming gets.
+		return &files.TooLargeError{Limit: a.files.MaxFileBytes()}
 	}
 	q := r.URL.Query()
 	provider := q.Get("provider")
@@ -72,6 +72,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	defer up.Abort(r.Context())
 
 	idle := &uploadPace{clock: bodyClockFrom(r.Context()), idle: a.bodyTimeout, minRate: a.minUploadRate, start: time.Now()}
+	purpose, seenPurpose := files.DefaultPurpose, false
 	seenFile, fieldBytes := false, int64(0)
 	for parts := 0; ; parts++ {
 		idle.extend()
@@ -94,14 +95,26 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 			return badRequest(map[string]any{"body": "form part headers too long"})
 		}
 		pr := &partReader{p: part, idle: idle}
-		if part.FormName() != "file" {
-			n, err := io.Copy(io.Discard, io.LimitReader(pr, maxFieldBytes-fieldBytes+1))
-			fieldBytes += n
+		if name := part.FormName(); name != "file" {
+			// Fields are small and bounded together; the one the gateway
+			// reads is purpose, which may come before or after the file
+			// (the Python SDKs send it first, the Node ones after).
+			value, err := io.ReadAll(io.LimitReader(pr, maxFieldBytes-fieldBytes+1))
+			fieldBytes += int64(len(value))
 			if err != nil {
 				return malformed(body, err)
 			}
 			if fieldBytes > maxFieldBytes {
 				return badRequest(map[string]any{"body": "form fields other than file are too large"})
+			}
+			if name == "purpose" {
+				if seenPurpose {
+					return badRequest(map[string]any{"purpose": "sent more than once"})
+				}
+				seenPurpose = true
+				if purpose, err = files.ParsePurpose(string(value)); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -125,11 +138,11 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	if !seenFile {
 		return badRequest(map[string]any{"file": "required"})
 	}
-	rec, err := up.Commit(r.Context())
+	rec, err := up.Commit(r.Context(), purpose)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, fileShape(r, rec))
+	writeJSON(w, http.StatusOK, fileShape(negotiateShape(r), rec, false))
 	return nil
 }
 
@@ -222,7 +235,10 @@ func headerBytes(p *multipart.Part) int {
 	return n
 }
 
-// partReader reads a part, keeping the upload's pace.
+// partReader reads a part, keeping the upload's pace. It remembers the
+// part's first failure, so a caller whose consumer (a storage SDK, a
+// provider client) wrapped or replaced the error still knows the body
+// failed.
 type partReader struct {
 	p    *multipart.Part
 	idle *uploadPace
@@ -274,57 +290,4 @@ func (p *uploadPace) count(n int) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %d bytes in %s, under the minimum of %d bytes/s", errBodyTimeout, p.n, elapsed.Round(time.Second), p.minRate)
-}
-
-// The three answer shapes of an upload (DESIGN.md §2): same status, same
-// file, dressed as the client expects.
-type serviceFile struct {
-	Shape        string `json:"_shape"`
-	ID           string `json:"id"`
-	Type         string `json:"type"`
-	Filename     string `json:"filename"`
-	MimeType     string `json:"mime_type"`
-	SizeBytes    int64  `json:"size_bytes"`
-	Downloadable bool   `json:"downloadable"`
-	CreatedAt    string `json:"created_at"`
-}
-
-type openAIFile struct {
-	Shape     string `json:"_shape"`
-	ID        string `json:"id"`
-	Object    string `json:"object"`
-	Bytes     int64  `json:"bytes"`
-	CreatedAt int64  `json:"created_at"`
-	Filename  string `json:"filename"`
-	Purpose   string `json:"purpose"`
-	Status    string `json:"status"`
-}
-
-func fileShape(r *http.Request, rec files.Record) any {
-	if looksLikeOpenAISDK(r) {
-		return openAIFile{
-			Shape: "openai", ID: rec.ID, Object: "file", Bytes: rec.Size, CreatedAt: rec.CreatedAt.Unix(),
-			Filename: rec.Filename, Purpose: "user_data", Status: "processed",
-		}
-	}
-	shape := "service"
-	if r.Header.Get("anthropic-version") != "" {
-		shape = "anthropic"
-	}
-	return serviceFile{
-		Shape: shape, ID: rec.ID, Type: "file", Filename: rec.Filename, MimeType: rec.MimeType,
-		SizeBytes: rec.Size, Downloadable: false, CreatedAt: rec.CreatedAt.UTC().Format(time.RFC3339Nano),
-	}
-}
-
-func looksLikeOpenAISDK(r *http.Request) bool {
-	if strings.HasPrefix(r.Header.Get("User-Agent"), "OpenAI/") {
-		return true
-	}
-	for name := range r.Header {
-		if strings.HasPrefix(name, "X-Stainless-") {
-			return true
-		}
-	}
-	return false
 }

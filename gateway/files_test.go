@@ -54,6 +54,7 @@ type fakeUpload struct {
 	writes      int
 	commits     int
 	aborts      int
+	purpose     files.Purpose // as given to Commit
 }
 
 func (u *fakeUpload) Write(_ context.Context, filename string, body io.Reader) error {
@@ -70,8 +71,9 @@ func (u *fakeUpload) Write(_ context.Context, filename string, body io.Reader) e
 	return u.writeErr
 }
 
-func (u *fakeUpload) Commit(ctx context.Context) (files.Record, error) {
+func (u *fakeUpload) Commit(ctx context.Context, purpose files.Purpose) (files.Record, error) {
 	u.commits++
+	u.purpose = purpose
 	if u.commitWaits {
 		<-ctx.Done()
 		return files.Record{}, fmt.Errorf("store: %w", ctx.Err())
@@ -81,7 +83,7 @@ func (u *fakeUpload) Commit(ctx context.Context) (files.Record, error) {
 	}
 	return files.Record{
 		ID: "file-abc", WorkspaceID: "w1", Filename: u.filename, MimeType: sniff.MimeText,
-		Size: int64(len(u.body)), CreatedAt: time.Date(2026, 3, 1, 12, 0, 0, 500, time.UTC),
+		Size: int64(len(u.body)), Purpose: purpose, CreatedAt: time.Date(2026, 3, 1, 12, 0, 0, 500, time.UTC),
 	}, nil
 }
 
@@ -152,7 +154,7 @@ func TestUploadAnswerShapes(t *testing.T) {
 	anthropic["_shape"] = "anthropic"
 	openai := map[string]any{
 		"_shape": "openai", "id": "file-abc", "object": "file", "bytes": 5.0, "created_at": 1772366400.0,
-		"filename": "a.txt", "purpose": "user_data", "status": "processed",
+		"filename": "a.txt", "purpose": "assistants", "status": "processed",
 	}
 	tests := []struct {
 		name    string
@@ -163,9 +165,9 @@ func TestUploadAnswerShapes(t *testing.T) {
 		{"anthropic-version", map[string]string{"anthropic-version": "2023-06-01"}, anthropic},
 		{"Anthropic SDK", map[string]string{"anthropic-version": "2023-06-01", "User-Agent": "Anthropic/Python 0.40.0"}, anthropic},
 		{"OpenAI SDK", map[string]string{"User-Agent": "OpenAI/Python 1.50.0"}, openai},
-		{"Stainless headers alone", map[string]string{"X-Stainless-Lang": "js"}, openai},
-		// Today the OpenAI test comes first; DESIGN.md §2 will reorder it.
-		{"Anthropic SDK with Stainless headers", map[string]string{"anthropic-version": "2023-06-01", "X-Stainless-Lang": "python"}, openai},
+		// X-Stainless-* headers say nothing of the shape (negotiateShape).
+		{"Stainless headers alone", map[string]string{"X-Stainless-Lang": "js"}, service},
+		{"Anthropic SDK with Stainless headers", map[string]string{"anthropic-version": "2023-06-01", "X-Stainless-Lang": "python"}, anthropic},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,11 +227,83 @@ func TestUploadRefusesADeclaredLengthOverTheLimitBeforeReading(t *testing.T) {
 	req := uploadRequest(failingBody{t})
 	req.ContentLength = testMaxFile + multipartSlack + 1
 	rec := serve(h, req)
-	if rec.Code != http.StatusRequestEntityTooLarge || decodeEnvelope(t, rec).Error.Message != msgTooLarge {
+	if rec.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
+	env := decodeEnvelope(t, rec)
+	if env.Error.Message != msgTooLarge {
+		t.Errorf("message %q", env.Error.Message)
+	}
+	// The same metadata as a file found too large while streaming.
+	if env.Error.Metadata["max_file_bytes"] != float64(testMaxFile) {
+		t.Errorf("metadata %v does not carry max_file_bytes %d", env.Error.Metadata, testMaxFile)
+	}
+	assertNamesField(t, rec, "file")
 	if len(ff.params) != 0 {
 		t.Error("Begin was called")
+	}
+}
+
+// TestUploadPurpose: the purpose field is read wherever it sits in the
+// form, validated, and given to Commit; the OpenAI shape echoes it.
+func TestUploadPurpose(t *testing.T) {
+	tests := []struct {
+		name  string
+		parts []part
+		want  files.Purpose // given to Commit
+		echo  string        // in the OpenAI answer
+	}{
+		{"before the file (Python SDKs)", []part{fieldPart("purpose", "batch"), filePart("a.txt", "x")}, files.PurposeBatch, "batch"},
+		{"after the file (Node SDKs)", []part{filePart("a.txt", "x"), fieldPart("purpose", "fine-tune")}, files.PurposeFineTune, "fine-tune"},
+		{"among other fields", []part{fieldPart("note", "n"), filePart("a.txt", "x"), fieldPart("purpose", "evals"), fieldPart("z", "z")}, files.PurposeEvals, "evals"},
+		{"absent", []part{filePart("a.txt", "x")}, files.PurposeUserData, "user_data"},
+		{"empty", []part{fieldPart("purpose", ""), filePart("a.txt", "x")}, files.PurposeUserData, "user_data"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, ff := newFilesAPI(t)
+			req := uploadRequest(strings.NewReader(form(tt.parts...)))
+			req.Header.Set("User-Agent", "OpenAI/Python 1.109.1")
+			rec := serve(h, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			if ff.up.purpose != tt.want {
+				t.Errorf("Commit got purpose %q, want %q", ff.up.purpose, tt.want)
+			}
+			var got openAIFile
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			if string(got.Purpose) != tt.echo {
+				t.Errorf("answer purpose %q, want %q", got.Purpose, tt.echo)
+			}
+		})
+	}
+}
+
+func TestUploadPurposeRefusals(t *testing.T) {
+	tests := []struct {
+		name  string
+		parts []part
+		wrote bool // the file part was streamed before the refusal
+	}{
+		{"unknown, before the file", []part{fieldPart("purpose", "training"), filePart("a.txt", "x")}, false},
+		{"unknown, after the file", []part{filePart("a.txt", "x"), fieldPart("purpose", "Assistants")}, true},
+		{"sent twice", []part{fieldPart("purpose", "batch"), fieldPart("purpose", "batch"), filePart("a.txt", "x")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, ff := newFilesAPI(t)
+			rec := serve(h, uploadRequest(strings.NewReader(form(tt.parts...))))
+			if rec.Code != http.StatusBadRequest {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			assertNamesField(t, rec, "purpose")
+			if ff.up.commits != 0 || ff.up.aborts != 1 || (ff.up.writes == 1) != tt.wrote {
+				t.Errorf("%d writes, %d commits, %d aborts", ff.up.writes, ff.up.commits, ff.up.aborts)
+			}
+		})
 	}
 }
 

@@ -292,3 +292,74 @@ func TestETagMatching(t *testing.T) {
 		}
 	}
 }
+
+// TestXApiKey: the X-Api-Key header (the Anthropic SDKs' way) stands for
+// Authorization when that is absent, through the same authenticator and
+// with the same answers, on routes and on the not-found path.
+func TestXApiKey(t *testing.T) {
+	api, _ := newTestAPI(t, Options{})
+	h := api.Handler()
+	tests := []struct {
+		name          string
+		authorization string // "" leaves the header out
+		apiKey        string // "" leaves the header out
+		// status on a keyed route (the catalog is not wired: 503 once in)
+		// and on an unknown /api/v1 path (404 once in).
+		route, unknown int
+		message        string // of the 401s
+	}{
+		{"X-Api-Key alone", "", "standard", 503, 404, ""},
+		{"unknown X-Api-Key", "", "nope", 401, 401, msgInvalidAuth},
+		{"X-Api-Key holding a bearer header", "", "Bearer standard", 401, 401, msgInvalidAuth},
+		{"neither", "", "", 401, 401, msgMissingAuth},
+		{"Authorization wins over a good X-Api-Key", "Bearer nope", "standard", 401, 401, msgInvalidAuth},
+		{"Authorization wins over a bad X-Api-Key", "Bearer standard", "nope", 503, 404, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for path, want := range map[string]int{"/api/v1/models": tt.route, "/api/v1/nothing-here": tt.unknown} {
+				req := httptest.NewRequest("GET", path, nil)
+				if tt.authorization != "" {
+					req.Header.Set("Authorization", tt.authorization)
+				}
+				if tt.apiKey != "" {
+					req.Header.Set("X-Api-Key", tt.apiKey)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != want {
+					t.Errorf("%s: status %d, want %d (%s)", path, rec.Code, want, rec.Body)
+					continue
+				}
+				if want == 401 {
+					if msg := decodeEnvelope(t, rec).Error.Message; msg != tt.message {
+						t.Errorf("%s: message %q, want %q", path, msg, tt.message)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestCredentials(t *testing.T) {
+	tests := []struct {
+		headers map[string]string
+		want    string
+	}{
+		{map[string]string{}, ""},
+		{map[string]string{"Authorization": "Bearer a"}, "Bearer a"},
+		{map[string]string{"X-Api-Key": "k"}, "Bearer k"},
+		{map[string]string{"Authorization": "Bearer a", "X-Api-Key": "k"}, "Bearer a"},
+		{map[string]string{"Authorization": "", "X-Api-Key": "k"}, "Bearer k"},
+		{map[string]string{"x-api-key": "k"}, "Bearer k"}, // header names are case-insensitive
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("GET", "/", nil)
+		for k, v := range tt.headers {
+			r.Header.Set(k, v)
+		}
+		if got := credentials(r); got != tt.want {
+			t.Errorf("credentials(%v) = %q, want %q", tt.headers, got, tt.want)
+		}
+	}
+}

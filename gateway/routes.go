@@ -44,6 +44,11 @@ type Options struct {
 	// MinUploadRate is the least an upload's body may average, in bytes per
 	// second, once BodyReadTimeout has passed since it began; 0: no minimum.
 	MinUploadRate int64
+	// LingeringClose bounds the draining of a body still coming when its
+	// request is refused, so that clients sending the whole body before
+	// reading get the answer. The zero value means DefaultLingering; a
+	// MaxBytes of 0 with a Timeout set turns draining off.
+	LingeringClose Lingering
 }
 
 // API is the gateway's HTTP surface.
@@ -66,6 +71,7 @@ type API struct {
 	// authFailures limits failed authentications per client address; nil
 	// when rate limiting is off.
 	authFailures *authFailureLimit
+	lingering    Lingering
 	ids          *requestIDs
 	draining     atomic.Bool
 }
@@ -90,6 +96,7 @@ func New(o Options) *API {
 		accessLog:     !o.DisableAccessLog,
 		bodyTimeout:   cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout),
 		minUploadRate: o.MinUploadRate,
+		lingering:     cmp.Or(o.LingeringClose, DefaultLingering),
 		ids:           newRequestIDs(),
 	}
 	if l := o.Limits; l != nil && l.Limiter != nil && l.AuthFailures.Rate > 0 {

@@ -717,6 +717,7 @@ func record(ws string, size int64) files.Record {
 		SHA256:      fmt.Sprintf("%x", sha256.Sum256([]byte("x"))),
 		Backend:     "fs",
 		ObjectKey:   "objects/" + uuid.NewString(),
+		Purpose:     files.PurposeBatch, // not the column's default, so a lost value shows
 		CreatedAt:   time.Date(2026, 8, 18, 10, 11, 12, 131415000, time.UTC),
 	}
 }

@@ -136,10 +136,10 @@ func (s *Store) Commit(ctx context.Context, res files.Reservation, rec files.Rec
 				files.ErrQuotaExceeded, rec.Size, reserved)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO files
-			(id, workspace_id, key_id, filename, mime_type, size, sha256, backend, object_key, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			(id, workspace_id, key_id, filename, mime_type, size, sha256, backend, object_key, purpose, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			rec.ID, wsID, rec.KeyID, rec.Filename, rec.MimeType, rec.Size, rec.SHA256, rec.Backend,
-			rec.ObjectKey, s.d.ts(micro(rec.CreatedAt)))
+			rec.ObjectKey, string(rec.Purpose), s.d.ts(micro(rec.CreatedAt)))
 		if s.d.violation(err) == violationPrimaryKey {
 			return fmt.Errorf("commit file: %w", ErrConflict)
 		}
@@ -192,9 +192,9 @@ func (s *Store) FileByID(ctx context.Context, workspaceID, id string) (files.Rec
 	}
 	var r files.Record
 	err := s.r.QueryRowContext(ctx, `SELECT id, workspace_id, key_id, filename, mime_type, size, sha256,
-		backend, object_key, created_at FROM files WHERE id = $1 AND workspace_id = $2`, id, wsID).Scan(
+		backend, object_key, purpose, created_at FROM files WHERE id = $1 AND workspace_id = $2`, id, wsID).Scan(
 		&r.ID, &r.WorkspaceID, &r.KeyID, &r.Filename, &r.MimeType, &r.Size, &r.SHA256, &r.Backend,
-		&r.ObjectKey, timeCol{&r.CreatedAt})
+		&r.ObjectKey, (*string)(&r.Purpose), timeCol{&r.CreatedAt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return files.Record{}, files.ErrNotFound
 	}

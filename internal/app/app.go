@@ -130,6 +130,9 @@ func (a *App) build(ctx context.Context) error {
 		ReadyChecks:     ready,
 		BodyReadTimeout: cfg.Server.BodyReadTimeout,
 		MinUploadRate:   int64(cfg.Server.MinUploadRate),
+		LingeringClose: gateway.Lingering{
+			MaxBytes: int64(cfg.Server.LingeringClose.MaxBytes), Timeout: cfg.Server.LingeringClose.Timeout,
+		},
 	})
 	return nil
 }

@@ -841,7 +841,8 @@ func testFileTypesStored(t *testing.T, e *fileEnv, key, ws string) {
 		{"service", http.Header{"User-Agent": {"curl/8.5.0"}}, "service"},
 		{"anthropic", http.Header{"Anthropic-Version": {"2023-06-01"}}, "anthropic"},
 		{"openai-user-agent", http.Header{"User-Agent": {"OpenAI/Python 1.52.0"}}, "openai"},
-		{"openai-stainless", http.Header{"X-Stainless-Lang": {"python"}, "X-Stainless-Package-Version": {"1.52.0"}}, "openai"},
+		// X-Stainless-* headers say nothing of the shape (the Anthropic SDKs send them too).
+		{"stainless-alone", http.Header{"X-Stainless-Lang": {"python"}, "X-Stainless-Package-Version": {"1.52.0"}}, "service"},
 	}
 	for _, sh := range shapes {
 		t.Run("shape-"+sh.name, func(t *testing.T) {

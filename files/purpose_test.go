@@ -1,0 +1,48 @@
+package files
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParsePurpose(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Purpose
+		ok   bool
+	}{
+		{"", PurposeUserData, true},
+		{"assistants", PurposeAssistants, true},
+		{"batch", PurposeBatch, true},
+		{"fine-tune", PurposeFineTune, true},
+		{"vision", PurposeVision, true},
+		{"user_data", PurposeUserData, true},
+		{"evals", PurposeEvals, true},
+		{"Assistants", "", false},
+		{" batch", "", false},
+		{"fine_tune", "", false},
+		{"assistants_output", "", false}, // an output-only purpose of OpenAI's, never uploaded
+		{"<script>", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParsePurpose(tt.in)
+			if tt.ok {
+				if err != nil || got != tt.want {
+					t.Fatalf("ParsePurpose(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+				}
+				return
+			}
+			var pe *PurposeError
+			if !errors.Is(err, ErrInvalidPurpose) || !errors.As(err, &pe) {
+				t.Fatalf("ParsePurpose(%q) error = %v, want a *PurposeError", tt.in, err)
+			}
+			// The same text whatever was sent: the value is never echoed.
+			const rule = "must be one of assistants, batch, fine-tune, vision, user_data, evals"
+			fields, _ := pe.Metadata()["fields"].(map[string]any)
+			if fields["purpose"] != rule || err.Error() != "invalid purpose: "+rule {
+				t.Errorf("metadata %v, text %q; want the rule %q alone", pe.Metadata(), err, rule)
+			}
+		})
+	}
+}
