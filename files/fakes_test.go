@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -319,4 +321,54 @@ func (a *fakeAdmission) releases() []int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]int64(nil), a.released...)
+}
+
+// logRecorder is a slog.Handler keeping every record, so tests can assert
+// what the service logged.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
+
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = append(l.records, r.Clone())
+	return nil
+}
+
+// count returns how many records match keep.
+func (l *logRecorder) count(keep func(slog.Record) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.records {
+		if keep(r) {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *logRecorder) withMessage(msg string) int {
+	return l.count(func(r slog.Record) bool { return r.Message == msg })
+}
+
+func (l *logRecorder) atLevel(level slog.Level) int {
+	return l.count(func(r slog.Record) bool { return r.Level == level })
+}
+
+// String lists the messages, for failure output.
+func (l *logRecorder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	msgs := make([]string, len(l.records))
+	for i, r := range l.records {
+		msgs[i] = r.Level.String() + " " + r.Message
+	}
+	return strings.Join(msgs, "; ")
 }

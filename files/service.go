@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -23,7 +24,6 @@ import (
 	"github.com/aigateway/gateway/policy"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/google/uuid"
-	"go.uber.org/zap"
 )
 
 // Errors of the upload service; the HTTP layer maps each to a status.
@@ -74,7 +74,7 @@ type Service struct {
 	opener     Opener
 	workspaces Workspaces
 	admission  Admission
-	log        *zap.Logger
+	log        *slog.Logger
 	now        func() time.Time
 	inflight   sync.WaitGroup
 }
@@ -88,7 +88,7 @@ type Deps struct {
 	Opener     Opener
 	Workspaces Workspaces
 	Admission  Admission
-	Log        *zap.Logger
+	Log        *slog.Logger
 }
 
 // NewService returns an upload Service.
@@ -97,7 +97,7 @@ func NewService(cfg Config, d Deps) *Service {
 		cfg.ReservationTTL = time.Hour
 	}
 	if d.Log == nil {
-		d.Log = zap.NewNop()
+		d.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{
 		cfg: cfg, store: d.Store, keys: d.Keys, bucket: d.Bucket, opener: d.Opener,
@@ -318,8 +318,8 @@ func (u *upload) Commit(ctx context.Context, purpose Purpose) (Record, error) {
 	u.committed = true
 	u.finish(ctx, u.rec.Size)
 	u.s.log.Info("file stored",
-		zap.String("file_id", u.rec.ID), zap.String("workspace_id", u.workspace), zap.String("key_id", u.keyID),
-		zap.String("backend", u.rec.Backend), zap.Int64("size", u.rec.Size), zap.String("mime_type", u.rec.MimeType))
+		slog.String("file_id", u.rec.ID), slog.String("workspace_id", u.workspace), slog.String("key_id", u.keyID),
+		slog.String("backend", u.rec.Backend), slog.Int64("size", u.rec.Size), slog.String("mime_type", u.rec.MimeType))
 	return u.rec, nil
 }
 
@@ -339,14 +339,14 @@ func (u *upload) Abort(ctx context.Context) {
 		if err != nil {
 			// Left behind: say exactly what, so it can be removed by hand.
 			u.s.log.Error("could not remove the bytes of a failed upload",
-				zap.String("backend", u.rec.Backend), zap.String("object", u.rec.ObjectKey),
-				zap.String("workspace_id", u.workspace), zap.Error(err))
+				slog.String("backend", u.rec.Backend), slog.String("object", u.rec.ObjectKey),
+				slog.String("workspace_id", u.workspace), slog.Any("error", err))
 		}
 	}
 	if u.res != nil {
 		if err := u.s.store.Release(ctx, *u.res); err != nil && !errors.Is(err, ErrReservationNotFound) {
 			u.s.log.Warn("could not release a quota reservation; it expires by itself",
-				zap.String("reservation", u.res.ID), zap.Error(err))
+				slog.String("reservation", u.res.ID), slog.Any("error", err))
 		}
 	}
 	u.finish(ctx, 0)

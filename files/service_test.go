@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -15,9 +16,6 @@ import (
 	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/files/sniff"
 	"github.com/aigateway/gateway/policy"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 )
 
 const (
@@ -44,12 +42,12 @@ type rig struct {
 	opener    *fakeOpener
 	admission *fakeAdmission
 	ws        *fakeWorkspaces
-	logs      *observer.ObservedLogs
+	logs      *logRecorder
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	core, logs := observer.New(zapcore.DebugLevel)
+	logs := &logRecorder{}
 	r := &rig{
 		store:     newFakeStore(),
 		bucket:    newFakeBucket(),
@@ -65,7 +63,7 @@ func newRig(t *testing.T) *rig {
 	r.store.keys[aliceDefault+"/"+ProviderOpenAI] = []byte("sk-alice")
 	r.s = NewService(Config{MaxFileBytes: maxFile, WorkspaceQuota: quota, Backend: "fs"}, Deps{
 		Store: r.store, Keys: r.store, Bucket: r.bucket, Opener: r.opener,
-		Workspaces: r.ws, Admission: r.admission, Log: zap.New(core),
+		Workspaces: r.ws, Admission: r.admission, Log: slog.New(logs),
 	})
 	r.s.now = func() time.Time { return fixedNow }
 	return r
@@ -140,7 +138,7 @@ func TestUploadToBucket(t *testing.T) {
 	if got := r.admission.releases(); !slices.Equal(got, []int64{int64(len(hello))}) {
 		t.Errorf("admission released %v, want [%d]", got, len(hello))
 	}
-	if n := r.logs.FilterMessage("file stored").Len(); n != 1 {
+	if n := r.logs.withMessage("file stored"); n != 1 {
 		t.Errorf("%d 'file stored' log lines, want 1", n)
 	}
 	r.s.Wait()
@@ -545,8 +543,8 @@ func TestAbortLogsWhatItCouldNotUndo(t *testing.T) {
 				t.Fatal(err)
 			}
 			up.Abort(t.Context())
-			if n := r.logs.FilterMessage(tt.message).Len(); n != 1 {
-				t.Errorf("%d log lines %q, want 1; logs: %v", n, tt.message, r.logs.All())
+			if n := r.logs.withMessage(tt.message); n != 1 {
+				t.Errorf("%d log lines %q, want 1; logs: %v", n, tt.message, r.logs)
 			}
 			if got := r.admission.releases(); !slices.Equal(got, []int64{0}) {
 				t.Errorf("admission released %v, want [0] even when the cleanup failed", got)
@@ -563,7 +561,7 @@ func TestAbortOfAnExpiredReservationIsQuiet(t *testing.T) {
 	}
 	clear(r.store.reserved) // expired meanwhile
 	up.Abort(t.Context())
-	if n := r.logs.FilterLevelExact(zapcore.WarnLevel).Len(); n != 0 {
+	if n := r.logs.atLevel(slog.LevelWarn); n != 0 {
 		t.Errorf("%d warnings for a reservation that expired by itself", n)
 	}
 }

@@ -115,7 +115,7 @@ func (a *App) build(ctx context.Context) error {
 		Backend:        cfg.Storage.Backend,
 	}, files.Deps{
 		Store: st, Keys: st, Bucket: bucket, Opener: byok.NewKeyring(sealer, providers...),
-		Workspaces: workspaces, Admission: limits.admission, Log: log,
+		Workspaces: workspaces, Admission: limits.admission, Log: slogOf(log),
 	})
 
 	a.api = gateway.New(gateway.Options{
