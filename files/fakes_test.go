@@ -239,6 +239,18 @@ func (p *fakeProvider) Delete(_ context.Context, id string) error {
 	return nil
 }
 
+func (p *fakeProvider) List(context.Context, ProviderListQuery) (ProviderPage, error) {
+	return ProviderPage{}, errors.New("fakeProvider: List not faked")
+}
+
+func (p *fakeProvider) Stat(context.Context, string) (ProviderFileInfo, error) {
+	return ProviderFileInfo{}, errors.New("fakeProvider: Stat not faked")
+}
+
+func (p *fakeProvider) Content(context.Context, string) (ProviderContent, error) {
+	return ProviderContent{}, errors.New("fakeProvider: Content not faked")
+}
+
 // fakeOpener "unseals" a key by reading it as plain text, for the
 // providers it was given.
 type fakeOpener struct {

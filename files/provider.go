@@ -2,7 +2,9 @@ package files
 
 import (
 	"context"
+	"errors"
 	"io"
+	"time"
 )
 
 // The BYOK providers an upload may go to, as named in the provider query
@@ -41,10 +43,77 @@ type Provider interface {
 	// failure of the provider (refusal, 5xx, unreachable) wrapping ErrProvider.
 	// Errors may carry a Metadata() map safe to show the client.
 	Upload(ctx context.Context, f ProviderFile) (id string, err error)
-	// Delete removes the provider's file id, to undo an upload whose record
-	// could not be written. A file the provider does not know counts as
-	// deleted, so Delete can be retried. Errors as Upload.
+	// Delete removes the provider's file id. A file the provider does not
+	// know is an error wrapping ErrNotFound; an upload being undone treats
+	// that as done, so Delete can be retried. Errors as Upload.
 	Delete(ctx context.Context, id string) error
+	// List returns one page of the provider's files, in q.Order. Errors as
+	// Upload, plus one wrapping ErrProviderRateLimited (a *RateLimitedError
+	// carrying the provider's Retry-After) when the provider throttles.
+	List(ctx context.Context, q ProviderListQuery) (ProviderPage, error)
+	// Stat describes the provider's file id; unknown: ErrNotFound. Errors as
+	// List.
+	Stat(ctx context.Context, id string) (ProviderFileInfo, error)
+	// Content streams the bytes of the provider's file id; the caller closes
+	// Body. Unknown: ErrNotFound. Errors as List; reading Body may still fail.
+	Content(ctx context.Context, id string) (ProviderContent, error)
+}
+
+// ErrProviderRateLimited: the provider answered 429. Returned as a
+// *RateLimitedError; the edge answers 429 with its Retry-After.
+var ErrProviderRateLimited = errors.New("provider rate limit exceeded")
+
+// RateLimitedError is a provider's 429.
+type RateLimitedError struct {
+	Provider string
+	// RetryAfter is the provider's Retry-After, zero when it sent none.
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return e.Provider + ": " + ErrProviderRateLimited.Error()
+}
+
+func (e *RateLimitedError) Unwrap() error { return ErrProviderRateLimited }
+
+// ProviderListQuery asks a provider for one page of files.
+type ProviderListQuery struct {
+	// Limit is the page size, 1 to 1000; the adapter caps it at what the
+	// provider accepts.
+	Limit int
+	// AfterID continues after this provider file id (in Order); BeforeID
+	// pages backwards from it (Anthropic's before_id). At most one is set.
+	AfterID, BeforeID string
+	// Ascending lists oldest first; the default is newest first.
+	Ascending bool
+}
+
+// ProviderPage is one page of a provider's files.
+type ProviderPage struct {
+	Files   []ProviderFileInfo
+	HasMore bool
+}
+
+// ProviderFileInfo is a provider's description of one of its files.
+type ProviderFileInfo struct {
+	ID        string
+	Filename  string
+	MimeType  string // empty when the provider keeps none (OpenAI)
+	Size      int64
+	CreatedAt time.Time
+	// Purpose is OpenAI's purpose; empty for Anthropic.
+	Purpose string
+	// Downloadable is what the provider says (Anthropic's downloadable;
+	// OpenAI: true except for purpose user_data and assistants uploads, as
+	// its API refuses those).
+	Downloadable bool
+}
+
+// ProviderContent is the stream of a provider file's bytes.
+type ProviderContent struct {
+	Body        io.ReadCloser
+	ContentType string // the provider's, or application/octet-stream
+	Length      int64  // -1 when the provider did not say
 }
 
 // Opener turns a workspace's sealed provider key into a client of that

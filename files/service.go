@@ -336,7 +336,7 @@ func (u *upload) Abort(ctx context.Context) {
 		} else {
 			err = u.s.bucket.Delete(ctx, u.rec.ObjectKey)
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			// Left behind: say exactly what, so it can be removed by hand.
 			u.s.log.Error("could not remove the bytes of a failed upload",
 				slog.String("backend", u.rec.Backend), slog.String("object", u.rec.ObjectKey),

@@ -62,6 +62,21 @@ func (b boundProvider) Delete(ctx context.Context, id string) error {
 	return serviceError(b.p.Delete(ctx, b.key, id))
 }
 
+// The read side of provider files; the adapters grow it.
+func (b boundProvider) List(context.Context, files.ProviderListQuery) (files.ProviderPage, error) {
+	return files.ProviderPage{}, errNotYet
+}
+
+func (b boundProvider) Stat(context.Context, string) (files.ProviderFileInfo, error) {
+	return files.ProviderFileInfo{}, errNotYet
+}
+
+func (b boundProvider) Content(context.Context, string) (files.ProviderContent, error) {
+	return files.ProviderContent{}, errNotYet
+}
+
+var errNotYet = fmt.Errorf("%w: reading provider files is not wired yet", files.ErrUnknownProvider)
+
 // serviceError adds the upload service's sentinel to a provider failure, so
 // its classification needs nothing of this package; the *ProviderError (and
 // its client-safe Metadata) stays reachable under it.
