@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/files/sniff"
 	"github.com/aigateway/gateway/policy"
@@ -72,6 +73,10 @@ var errorTable = []errorKind{
 	{errNotFound, http.StatusNotFound, msgNotFound},
 	{errModelNotFound, http.StatusNotFound, msgNotFound},
 	{errUnavailable, http.StatusServiceUnavailable, msgUnavailable},
+	// A backend out of reach (metadata store, object storage, Redis without
+	// failover): 503 with Retry-After, whatever the route.
+	{backends.ErrUnavailable, http.StatusServiceUnavailable, msgUnavailable},
+	{policy.ErrLimiterUnavailable, http.StatusServiceUnavailable, msgUnavailable},
 	{errMethodNotAllowed, http.StatusMethodNotAllowed, msgMethodNotAllowed},
 	{errBadRequest, http.StatusBadRequest, msgBadRequest},
 	{errTooLarge, http.StatusRequestEntityTooLarge, msgTooLarge},

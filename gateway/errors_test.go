@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,11 @@ import (
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/aigateway/gateway/backends"
+	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/policy"
+	"go.uber.org/zap"
 )
 
 // failingReader returns data, then err.
@@ -62,5 +68,30 @@ func TestBodyReaderClassifiesFailures(t *testing.T) {
 				t.Errorf("a second read gave %v, want the first failure again", again)
 			}
 		})
+	}
+}
+
+// TestOutageIsServiceUnavailable: a backend out of reach, whichever it is
+// and however deep it is wrapped, is a 503 with Retry-After in the
+// envelope, never a 500.
+func TestOutageIsServiceUnavailable(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("create workspace: %w: dial tcp: connection refused", backends.ErrUnavailable),
+		fmt.Errorf("commit: %w", fmt.Errorf("%w: %w", files.ErrStorageUnavailable, backends.ErrUnavailable)),
+		fmt.Errorf("admit: %w", policy.ErrLimiterUnavailable),
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/workspaces", nil)
+		rec := httptest.NewRecorder()
+		writeError(rec, req, zap.NewNop(), err)
+		if rec.Code != http.StatusServiceUnavailable {
+			t.Errorf("%v: status %d, want 503", err, rec.Code)
+		}
+		if rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%v: no Retry-After", err)
+		}
+		var env envelope
+		if jerr := json.Unmarshal(rec.Body.Bytes(), &env); jerr != nil || env.Error.Code != 503 || env.Error.Message != msgUnavailable {
+			t.Errorf("%v: body %q", err, rec.Body.String())
+		}
 	}
 }

@@ -27,6 +27,11 @@ type dialect struct {
 	// violation says which kind of constraint err broke, if any, from the
 	// driver's error codes.
 	violation func(err error) violation
+	// unavailable says err is the database refusing service for now (server
+	// shutting down, out of connections; SQLite busy, full or failing), from
+	// the driver's error codes. Failures of the connection itself are
+	// recognised for both databases by unreachable.
+	unavailable func(err error) bool
 }
 
 // violation is the kind of constraint an insert or update broke.

@@ -21,7 +21,8 @@ import (
 // replicas: the transaction first locks the workspace's usage row (on
 // SQLite the one writer does that), then drops expired reservations and
 // counts what is left. The reservation expires at the store's clock + ttl.
-func (s *Store) Reserve(ctx context.Context, workspaceID string, bytes, limit int64, ttl time.Duration) (files.Reservation, error) {
+func (s *Store) Reserve(ctx context.Context, workspaceID string, bytes, limit int64, ttl time.Duration) (_ files.Reservation, err error) {
+	defer s.classify(&err)
 	if bytes < 0 || ttl <= 0 {
 		return files.Reservation{}, invalidf("reserve %d bytes for %v", bytes, ttl)
 	}
@@ -31,7 +32,7 @@ func (s *Store) Reserve(ctx context.Context, workspaceID string, bytes, limit in
 	}
 	now := micro(s.now())
 	res := files.Reservation{ID: uuid.NewString(), WorkspaceID: wsID, Bytes: bytes, ExpiresAt: now.Add(ttl)}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		err := ensureUsage(ctx, tx, wsID)
 		if s.d.violation(err) == violationForeignKey {
 			// PostgreSQL: the workspace was deleted after this statement
@@ -103,7 +104,8 @@ func lockUsage(ctx context.Context, tx *sql.Tx, d dialect, wsID string) (int64, 
 // when rec.Size exceeds the reserved bytes (the reservation is then kept, for the
 // caller to release); ErrConflict for a reused rec.ID. On any error nothing
 // is inserted.
-func (s *Store) Commit(ctx context.Context, res files.Reservation, rec files.Record) error {
+func (s *Store) Commit(ctx context.Context, res files.Reservation, rec files.Record) (err error) {
+	defer s.classify(&err)
 	if rec.ID == "" || rec.Size < 0 {
 		return invalidf("file record needs an id and a size >= 0")
 	}
@@ -157,7 +159,8 @@ func (s *Store) Commit(ctx context.Context, res files.Reservation, rec files.Rec
 
 // Release drops a reservation. Releasing twice, or after Commit, is
 // harmless.
-func (s *Store) Release(ctx context.Context, res files.Reservation) error {
+func (s *Store) Release(ctx context.Context, res files.Reservation) (err error) {
+	defer s.classify(&err)
 	if _, err := s.w.ExecContext(ctx, `DELETE FROM quota_reservations WHERE id = $1`, res.ID); err != nil {
 		return fmt.Errorf("sqlstore: release reservation: %w", err)
 	}
@@ -166,13 +169,14 @@ func (s *Store) Release(ctx context.Context, res files.Reservation) error {
 
 // StoredBytes is the sum of the sizes of workspaceID's records (0 for a
 // workspace without any, or an unknown one).
-func (s *Store) StoredBytes(ctx context.Context, workspaceID string) (int64, error) {
+func (s *Store) StoredBytes(ctx context.Context, workspaceID string) (_ int64, err error) {
+	defer s.classify(&err)
 	wsID, ok := canonicalUUID(workspaceID)
 	if !ok {
 		return 0, nil
 	}
 	var n int64
-	err := s.r.QueryRowContext(ctx,
+	err = s.r.QueryRowContext(ctx,
 		`SELECT stored_bytes FROM workspace_usage WHERE workspace_id = $1`, wsID).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
@@ -185,13 +189,14 @@ func (s *Store) StoredBytes(ctx context.Context, workspaceID string) (int64, err
 
 // FileByID returns the record id of workspaceID, or files.ErrNotFound (also
 // when the file belongs to another workspace).
-func (s *Store) FileByID(ctx context.Context, workspaceID, id string) (files.Record, error) {
+func (s *Store) FileByID(ctx context.Context, workspaceID, id string) (_ files.Record, err error) {
+	defer s.classify(&err)
 	wsID, ok := canonicalUUID(workspaceID)
 	if !ok {
 		return files.Record{}, files.ErrNotFound
 	}
 	var r files.Record
-	err := s.r.QueryRowContext(ctx, `SELECT id, workspace_id, key_id, filename, mime_type, size, sha256,
+	err = s.r.QueryRowContext(ctx, `SELECT id, workspace_id, key_id, filename, mime_type, size, sha256,
 		backend, object_key, purpose, created_at FROM files WHERE id = $1 AND workspace_id = $2`, id, wsID).Scan(
 		&r.ID, &r.WorkspaceID, &r.KeyID, &r.Filename, &r.MimeType, &r.Size, &r.SHA256, &r.Backend,
 		&r.ObjectKey, (*string)(&r.Purpose), timeCol{&r.CreatedAt})
@@ -206,7 +211,8 @@ func (s *Store) FileByID(ctx context.Context, workspaceID, id string) (files.Rec
 
 // PutProviderKey stores or replaces the sealed key of workspaceID for
 // provider. An unknown workspace is workspace.ErrNotFound.
-func (s *Store) PutProviderKey(ctx context.Context, workspaceID, provider string, sealed []byte) error {
+func (s *Store) PutProviderKey(ctx context.Context, workspaceID, provider string, sealed []byte) (err error) {
+	defer s.classify(&err)
 	wsID, ok := canonicalUUID(workspaceID)
 	if !ok {
 		return workspace.ErrNotFound
@@ -214,7 +220,7 @@ func (s *Store) PutProviderKey(ctx context.Context, workspaceID, provider string
 	if provider == "" || len(sealed) == 0 {
 		return invalidf("provider and sealed key are required")
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO provider_keys (workspace_id, provider, sealed, updated_at)
+	_, err = s.w.ExecContext(ctx, `INSERT INTO provider_keys (workspace_id, provider, sealed, updated_at)
 		VALUES ($1, $2, $3, $4)
 		ON CONFLICT (workspace_id, provider) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
 		wsID, provider, sealed, s.d.ts(micro(s.now())))
@@ -229,13 +235,14 @@ func (s *Store) PutProviderKey(ctx context.Context, workspaceID, provider string
 
 // ProviderKey returns the sealed key of workspaceID for provider, or
 // files.ErrNoProviderKey.
-func (s *Store) ProviderKey(ctx context.Context, workspaceID, provider string) ([]byte, error) {
+func (s *Store) ProviderKey(ctx context.Context, workspaceID, provider string) (_ []byte, err error) {
+	defer s.classify(&err)
 	wsID, ok := canonicalUUID(workspaceID)
 	if !ok {
 		return nil, files.ErrNoProviderKey
 	}
 	var sealed []byte
-	err := s.r.QueryRowContext(ctx,
+	err = s.r.QueryRowContext(ctx,
 		`SELECT sealed FROM provider_keys WHERE workspace_id = $1 AND provider = $2`, wsID, provider).Scan(&sealed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, files.ErrNoProviderKey

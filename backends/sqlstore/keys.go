@@ -16,11 +16,12 @@ const keyByIDQuery = `SELECT id, user_id, name, role, workspace_id, models, hash
 
 // EnsureUser records userID if it is new. It is idempotent and safe to call
 // concurrently for the same user.
-func (s *Store) EnsureUser(ctx context.Context, userID string) error {
+func (s *Store) EnsureUser(ctx context.Context, userID string) (err error) {
+	defer s.classify(&err)
 	if userID == "" {
 		return invalidf("empty user id")
 	}
-	_, err := s.w.ExecContext(ctx,
+	_, err = s.w.ExecContext(ctx,
 		`INSERT INTO users (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`,
 		userID, s.d.ts(micro(s.now())))
 	if err != nil {
@@ -34,7 +35,8 @@ func (s *Store) EnsureUser(ctx context.Context, userID string) error {
 // of that same user (workspace.ErrNotFound otherwise, which is also what a
 // workspace id of an unknown user gets). A reused k.ID is
 // ErrConflict. CreatedAt is stored to the microsecond.
-func (s *Store) CreateKey(ctx context.Context, k policy.APIKey) error {
+func (s *Store) CreateKey(ctx context.Context, k policy.APIKey) (err error) {
+	defer s.classify(&err)
 	if k.ID == "" || k.UserID == "" {
 		return invalidf("key id and user id are required")
 	}
@@ -86,14 +88,15 @@ func (s *Store) CreateKey(ctx context.Context, k policy.APIKey) error {
 
 // KeyByID returns the key with the public id, or policy.ErrKeyNotFound. It
 // is one prepared primary-key lookup on a read connection.
-func (s *Store) KeyByID(ctx context.Context, id string) (policy.APIKey, error) {
+func (s *Store) KeyByID(ctx context.Context, id string) (_ policy.APIKey, err error) {
+	defer s.classify(&err)
 	var (
 		k    policy.APIKey
 		role string
 		ws   sql.NullString
 		hash []byte
 	)
-	err := s.keyByID.QueryRowContext(ctx, id).Scan(
+	err = s.keyByID.QueryRowContext(ctx, id).Scan(
 		&k.ID, &k.UserID, &k.Name, &role, &ws, listCol{&k.Models}, &hash, &k.Disabled, timeCol{&k.CreatedAt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return policy.APIKey{}, policy.ErrKeyNotFound

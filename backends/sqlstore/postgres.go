@@ -41,8 +41,9 @@ var postgresDialect = dialect{
 		name       TEXT        NOT NULL,
 		applied_at TIMESTAMPTZ NOT NULL
 	)`,
-	ts:        func(t time.Time) any { return t },
-	violation: postgresViolation,
+	ts:          func(t time.Time) any { return t },
+	violation:   postgresViolation,
+	unavailable: postgresUnavailable,
 }
 
 // postgresViolation reads the SQLSTATE and, for unique violations, the
@@ -62,6 +63,32 @@ func postgresViolation(err error) violation {
 		return violationForeignKey
 	}
 	return violationNone
+}
+
+// postgresUnavailable recognises a server that cannot serve right now:
+// SQLSTATE classes 08 (connection exception) and 53 (insufficient
+// resources, such as too many connections), 57P01-57P03 (administrator or
+// crash shutdown, cannot connect now), and pgx's own failures of the
+// connection: dial, timeout, a connection it had already closed (the server
+// went away under it), or any error it marks safe to retry (nothing was
+// sent).
+func postgresUnavailable(err error) bool {
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "53"):
+		return true
+	case pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03":
+		return true
+	}
+	return false
 }
 
 // defaultConnectTimeout bounds each dial when the DSN sets no

@@ -29,8 +29,9 @@ var sqliteDialect = dialect{
 		name       TEXT    NOT NULL,
 		applied_at INTEGER NOT NULL
 	) STRICT`,
-	ts:        func(t time.Time) any { return t.UnixMicro() },
-	violation: sqliteViolation,
+	ts:          func(t time.Time) any { return t.UnixMicro() },
+	violation:   sqliteViolation,
+	unavailable: sqliteUnavailable,
 }
 
 // sqliteViolation reads SQLite's extended result codes (modernc enables
@@ -49,6 +50,22 @@ func sqliteViolation(err error) violation {
 		return violationForeignKey
 	}
 	return violationNone
+}
+
+// sqliteUnavailable recognises a database file that cannot serve right
+// now: locked by another process past the busy timeout, its disk full, an
+// I/O error, or the file not openable or read-only.
+func sqliteUnavailable(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff { // the primary code of an extended one
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
+		sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_NOMEM:
+		return true
+	}
+	return false
 }
 
 // openSQLite opens path with one write connection and a read pool.

@@ -37,7 +37,8 @@ const workspaceColumns = `id, name, slug, description, default_text_model, defau
 // creates and the others get its record. When the creation fails (slug
 // taken) the record is not kept, so a retry is decided afresh. A zero
 // idem.CreatedAt is set to the store's clock.
-func (s *Store) CreateWorkspace(ctx context.Context, w workspace.Workspace, idem *workspace.Idempotency) (*workspace.Idempotency, error) {
+func (s *Store) CreateWorkspace(ctx context.Context, w workspace.Workspace, idem *workspace.Idempotency) (_ *workspace.Idempotency, err error) {
+	defer s.classify(&err)
 	if id, ok := canonicalUUID(w.ID); !ok || id != w.ID {
 		return nil, invalidf("workspace id %q is not a canonical UUID", w.ID)
 	}
@@ -174,7 +175,8 @@ func (s *Store) settleIdempotency(ctx context.Context, tx *sql.Tx, idem workspac
 // WorkspaceByID returns the workspace id owned by userID, or
 // workspace.ErrNotFound (also for another user's workspace and for an id
 // that is not a UUID).
-func (s *Store) WorkspaceByID(ctx context.Context, userID, id string) (workspace.Workspace, error) {
+func (s *Store) WorkspaceByID(ctx context.Context, userID, id string) (_ workspace.Workspace, err error) {
+	defer s.classify(&err)
 	id, ok := canonicalUUID(id)
 	if !ok {
 		return workspace.Workspace{}, workspace.ErrNotFound
@@ -184,7 +186,8 @@ func (s *Store) WorkspaceByID(ctx context.Context, userID, id string) (workspace
 
 // WorkspaceBySlug returns userID's workspace with slug, or
 // workspace.ErrNotFound.
-func (s *Store) WorkspaceBySlug(ctx context.Context, userID, slug string) (workspace.Workspace, error) {
+func (s *Store) WorkspaceBySlug(ctx context.Context, userID, slug string) (_ workspace.Workspace, err error) {
+	defer s.classify(&err)
 	return s.workspaceWhere(ctx, `created_by = $1 AND slug = $2`, userID, slug)
 }
 
@@ -220,7 +223,8 @@ func scanWorkspace(row scanner, extra ...any) (workspace.Workspace, error) {
 // offset, ordered by created_at then id, and the user's total. The page and
 // the total come from one statement (a window count), so they agree; only a
 // page past the end needs a second query for the total.
-func (s *Store) ListWorkspaces(ctx context.Context, userID string, offset, limit int) ([]workspace.Workspace, int, error) {
+func (s *Store) ListWorkspaces(ctx context.Context, userID string, offset, limit int) (_ []workspace.Workspace, _ int, err error) {
+	defer s.classify(&err)
 	if offset < 0 || limit < 1 {
 		return nil, 0, invalidf("list workspaces: offset %d, limit %d", offset, limit)
 	}
@@ -271,7 +275,8 @@ func (s *Store) ListWorkspaces(ctx context.Context, userID string, offset, limit
 // was addressed by; the record is then settled with the updated workspace in
 // the same transaction, and not kept when the update fails.
 func (s *Store) UpdateWorkspace(ctx context.Context, userID string, ref workspace.Ref, u workspace.UpdateRequest,
-	at time.Time, idem *workspace.Idempotency) (workspace.Workspace, *workspace.Idempotency, error) {
+	at time.Time, idem *workspace.Idempotency) (_ workspace.Workspace, _ *workspace.Idempotency, err error) {
+	defer s.classify(&err)
 	if idem != nil && (idem.UserID != userID || idem.Key == "" || idem.Scope == "") {
 		return workspace.Workspace{}, nil, invalidf("idempotency record must name the updating user, a scope and a key")
 	}
@@ -406,7 +411,8 @@ func (s *Store) resolve(ctx context.Context, tx *sql.Tx, userID string, ref work
 // Reserve after finds no workspace. Neither leaves a file in a deleted
 // workspace. Taking the two locks in the uploads' order keeps PostgreSQL
 // from deadlocking them against each other.
-func (s *Store) DeleteWorkspace(ctx context.Context, userID string, ref workspace.Ref) error {
+func (s *Store) DeleteWorkspace(ctx context.Context, userID string, ref workspace.Ref) (err error) {
+	defer s.classify(&err)
 	now := micro(s.now())
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		// Unlocked: the usage row must be locked before the workspace row.
