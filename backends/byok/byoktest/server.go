@@ -148,8 +148,8 @@ func NewAnthropic(t testing.TB) *Server { return start(t, anthropic{}, Anthropic
 func start(t testing.TB, d dialect, key, basePath string) *Server {
 	t.Helper()
 	s := &Server{
-		Key:     key,
-		dialect: d,
+		Key:      key,
+		dialect:  d,
 		release:  make(chan struct{}),
 		dir:      t.TempDir(),
 		files:    map[string]StoredFile{},
