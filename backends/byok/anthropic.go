@@ -48,6 +48,7 @@ func NewAnthropic(opts Options, log *zap.Logger) (*Anthropic, error) {
 		listQuery:       anthropicListQuery,
 		decodeList:      decodeAnthropicList,
 		decodeInfo:      decodeAnthropicInfo,
+		checkDeleted:    checkAnthropicDeleted,
 	}, log)
 	if err != nil {
 		return nil, err
@@ -180,4 +181,19 @@ func decodeAnthropicError(body []byte) (typ, message, requestID string) {
 		return "", "", ""
 	}
 	return e.Error.Type, e.Error.Message, e.RequestID
+}
+
+// checkAnthropicDeleted reads {"id","type":"file_deleted"}.
+func checkAnthropicDeleted(body []byte, id string) error {
+	var d struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(body, &d); err != nil {
+		return fmt.Errorf("decoding delete answer: %w", err)
+	}
+	if d.ID != id || d.Type != "file_deleted" {
+		return errors.New("answer does not say the file was deleted")
+	}
+	return nil
 }

@@ -54,6 +54,8 @@ type wire struct {
 	// metadata.
 	decodeList func(body []byte) (files.ProviderPage, error)
 	decodeInfo func(body []byte) (files.ProviderFileInfo, error)
+	// checkDeleted reads a delete's answer: it must say the file is gone.
+	checkDeleted func(body []byte, id string) error
 }
 
 // client is the HTTP machinery shared by the providers.
@@ -309,9 +311,12 @@ func (c *client) delete(ctx context.Context, key Secret, id string) error {
 	if err := checkFileID(id); err != nil {
 		return fmt.Errorf("byok: %s delete: %w", c.name, err)
 	}
-	_, resp, err := c.getJSON(ctx, "delete", http.MethodDelete, c.fileURL(id), nil, key, maxAnswerBytes)
+	answer, resp, err := c.getJSON(ctx, "delete", http.MethodDelete, c.fileURL(id), nil, key, maxAnswerBytes)
 	if err != nil {
 		return err
+	}
+	if err := c.wire.checkDeleted(answer, id); err != nil {
+		return c.unreadable("delete", resp, err)
 	}
 	c.log.Debug("provider file deleted", zap.String("file_id", id), zap.String("request_id", c.requestID(resp, "")))
 	return nil

@@ -45,6 +45,7 @@ func NewOpenAI(opts Options, log *zap.Logger) (*OpenAI, error) {
 		listQuery:       openAIListQuery,
 		decodeList:      decodeOpenAIList,
 		decodeInfo:      decodeOpenAIInfo,
+		checkDeleted:    checkOpenAIDeleted,
 	}, log)
 	if err != nil {
 		return nil, err
@@ -192,4 +193,19 @@ func decodeOpenAIError(body []byte) (typ, message, requestID string) {
 		typ = code
 	}
 	return typ, e.Error.Message, ""
+}
+
+// checkOpenAIDeleted reads {"id","object":"file","deleted":true}.
+func checkOpenAIDeleted(body []byte, id string) error {
+	var d struct {
+		ID      string `json:"id"`
+		Deleted bool   `json:"deleted"`
+	}
+	if err := json.Unmarshal(body, &d); err != nil {
+		return fmt.Errorf("decoding delete answer: %w", err)
+	}
+	if d.ID != id || !d.Deleted {
+		return errors.New("answer does not say the file was deleted")
+	}
+	return nil
 }

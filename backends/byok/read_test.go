@@ -673,7 +673,10 @@ func TestReadUnreadableAnswers(t *testing.T) {
 				p := h.bound(t)
 				_, listErr := p.List(t.Context(), files.ProviderListQuery{})
 				_, statErr := p.Stat(t.Context(), "file-1")
-				for op, err := range map[string]error{"list": listErr, "stat": statErr} {
+				// A delete answered with something that does not say the
+				// file is gone is not a success.
+				deleteErr := p.Delete(t.Context(), "file-1")
+				for op, err := range map[string]error{"list": listErr, "stat": statErr, "delete": deleteErr} {
 					if !errors.Is(err, files.ErrProvider) {
 						t.Fatalf("%s of %.40q: %v, want files.ErrProvider", op, answer, err)
 					}
@@ -681,7 +684,7 @@ func TestReadUnreadableAnswers(t *testing.T) {
 						t.Fatalf("request id %q", pe.RequestID)
 					}
 				}
-				if h.logs.FilterLevelExact(zapcore.WarnLevel).Len() != 2 {
+				if h.logs.FilterLevelExact(zapcore.WarnLevel).Len() != 3 {
 					t.Fatalf("unreadable answers not logged as warnings: %v", h.logs.All())
 				}
 			})
