@@ -76,6 +76,12 @@ func (e *RateLimitedError) Error() string {
 
 func (e *RateLimitedError) Unwrap() error { return ErrProviderRateLimited }
 
+// RetryAfterSeconds is the provider's Retry-After rounded up to whole
+// seconds, 0 when it sent none; the edge passes it on.
+func (e *RateLimitedError) RetryAfterSeconds() int {
+	return int((e.RetryAfter + time.Second - 1) / time.Second)
+}
+
 // ProviderListQuery asks a provider for one page of files.
 type ProviderListQuery struct {
 	// Limit is the page size, 1 to 1000; the adapter caps it at what the

@@ -10,6 +10,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/files"
@@ -92,6 +93,29 @@ func TestOutageIsServiceUnavailable(t *testing.T) {
 		var env envelope
 		if jerr := json.Unmarshal(rec.Body.Bytes(), &env); jerr != nil || env.Error.Code != 503 || env.Error.Message != msgUnavailable {
 			t.Errorf("%v: body %q", err, rec.Body.String())
+		}
+	}
+}
+
+// TestProviderAnswersMapped: what a provider said about a read or delete of
+// its files reaches the client as resources.md says: its 429 with its
+// Retry-After, a refused request as 400 with the provider's status only.
+func TestProviderAnswersMapped(t *testing.T) {
+	limited := &files.RateLimitedError{Provider: "openai", RetryAfter: 1500 * time.Millisecond}
+	rejected := fmt.Errorf("list: %w: %w", files.ErrProviderRejected, errors.New("provider said 422"))
+	for _, tc := range []struct {
+		err        error
+		status     int
+		retryAfter string
+	}{
+		{fmt.Errorf("list: %w", limited), http.StatusTooManyRequests, "2"},
+		{rejected, http.StatusBadRequest, ""},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/files?provider=openai", nil)
+		rec := httptest.NewRecorder()
+		writeError(rec, req, zap.NewNop(), tc.err)
+		if rec.Code != tc.status || rec.Header().Get("Retry-After") != tc.retryAfter {
+			t.Errorf("%v: %d Retry-After %q, want %d %q", tc.err, rec.Code, rec.Header().Get("Retry-After"), tc.status, tc.retryAfter)
 		}
 	}
 }
