@@ -28,6 +28,9 @@ type exchange struct {
 	wrote     bool
 	requestID string
 	key       *policy.APIKey
+	// idHeader backs the X-Request-Id header's value: one allocation less
+	// per request than a slice of its own.
+	idHeader [1]string
 }
 
 func (e *exchange) WriteHeader(code int) {
@@ -125,7 +128,8 @@ func (a *API) observe(next http.Handler) http.Handler {
 		} else {
 			ex.requestID = a.ids.next()
 		}
-		w.Header()["X-Request-Id"] = []string{ex.requestID}
+		ex.idHeader[0] = ex.requestID
+		w.Header()["X-Request-Id"] = ex.idHeader[:]
 		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex))
 
 		defer func() {

@@ -80,12 +80,11 @@ func (w *Writer) Write(line []byte) (int, error) {
 	w.mu.Lock()
 	if w.closed {
 		// Stragglers after Close (a request cancelled at the end of the
-		// grace period) are written through, so none is lost.
-		_, err := w.out.Write(line)
+		// grace period) are written through, so none is lost. A copy: the
+		// line handed to an io.Writer would escape, and Log's line is on
+		// its stack.
+		w.writeOut(append([]byte(nil), line...))
 		w.mu.Unlock()
-		if err != nil {
-			w.dropped.Add(uint64(bytes.Count(line, []byte{'\n'})))
-		}
 		return len(line), nil
 	}
 	if len(w.buf)+len(line) > cap(w.buf) {
