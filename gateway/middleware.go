@@ -28,9 +28,10 @@ type exchange struct {
 	wrote     bool
 	requestID string
 	key       *policy.APIKey
-	// idHeader backs the X-Request-Id header's value: one allocation less
-	// per request than a slice of its own.
-	idHeader [1]string
+	// idHeader and etagHeader back the values of X-Request-Id and ETag:
+	// one allocation less per request each than slices of their own.
+	idHeader   [1]string
+	etagHeader [1]string
 }
 
 func (e *exchange) WriteHeader(code int) {
