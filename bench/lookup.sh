@@ -39,7 +39,10 @@ trap cleanup EXIT
 go build -o "$work/gateway" ./cmd/gateway
 go build -o "$work/bare" ./bench/bare
 
-port() { echo $((20000 + RANDOM % 30000)); }
+# port: below the ephemeral range, which the machine's outgoing connections
+# use, so a server's bind does not collide with one of them.
+ephemeral=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+port() { echo $((10000 + RANDOM % (ephemeral - 10000))); }
 gw_port=$(port) bare_port=$(port)
 cat >"$work/gateway.yaml" <<YAML
 server: {listen: "127.0.0.1:$gw_port"}

@@ -111,10 +111,13 @@ go build -o "$state/exe/gateway" ./cmd/gateway
 go build -o "$state/exe/sink" ./bench/sink
 go build -o "$state/exe/uploader" ./bench/uploader
 
+# free_port: a port nothing listens on, below the ephemeral range, so that
+# no outgoing connection of this busy machine holds it when a server binds.
+ephemeral=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 free_port() {
   local p
   while :; do
-    p=$((20000 + RANDOM % 30000))
+    p=$((10000 + RANDOM % (ephemeral - 10000)))
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
   done
 }
