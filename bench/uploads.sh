@@ -46,7 +46,7 @@
 # started here.
 #
 #   bench/uploads.sh
-#   ROUNDS=7 SIZE=104857600 CONCURRENCY="1 8 32" BACKENDS="fs s3" bench/uploads.sh
+#   ROUNDS=7 SIZE=104857600 CONCURRENCY="1 8 32" PARALLEL=8 BACKENDS="fs s3" bench/uploads.sh
 #   PIN=1 bench/uploads.sh    # servers on CPU 0, client (and versitygw) on CPU 1
 #   KEEP=1 bench/uploads.sh   # keep the run's directory (configs, logs, SQLite)
 #
@@ -59,6 +59,7 @@ shopt -s inherit_errexit
 rounds=${ROUNDS:-7}
 size=${SIZE:-104857600}
 concurrency=${CONCURRENCY:-1 8 32}
+parallel=${PARALLEL:-8}
 backends=${BACKENDS:-fs s3}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -110,10 +111,13 @@ go build -o "$state/exe/gateway" ./cmd/gateway
 go build -o "$state/exe/sink" ./bench/sink
 go build -o "$state/exe/uploader" ./bench/uploader
 
+# free_port: a port nothing listens on, below the ephemeral range, so that
+# no outgoing connection of this busy machine holds it when a server binds.
+ephemeral=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 free_port() {
   local p
   while :; do
-    p=$((20000 + RANDOM % 30000))
+    p=$((10000 + RANDOM % (ephemeral - 10000)))
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
   done
 }
@@ -272,6 +276,31 @@ throughput() {
   echo "$line MB/s"
 }
 
+# together BACKEND: aggregate MB/s of PARALLEL uploads at once (all bytes
+# over the batch's wall time), the gateway against the sink fed the same
+# batch, alternating which goes first, ROUNDS rounds; the ratio of the
+# medians is added to the summary (target >= 0.90 on fs).
+together() {
+  local backend=$1 r g k ratios=() gs=() ks=()
+  echo "== $backend: $parallel concurrent $size-byte uploads, aggregate MB/s, $rounds rounds"
+  for r in $(seq "$rounds"); do
+    sync
+    if ((r % 2)); then
+      g=$(upload "$gw_url" "$parallel" "$key" | field mbps); clean "$backend"; sync
+      k=$(upload "$sink_url" "$parallel" | field mbps); clean sink
+    else
+      k=$(upload "$sink_url" "$parallel" | field mbps); clean sink; sync
+      g=$(upload "$gw_url" "$parallel" "$key" | field mbps); clean "$backend"
+    fi
+    gs+=("$g") ks+=("$k") ratios+=("$(ratio "$g" "$k")")
+    printf 'round %d:  gateway %.1f  sink %.1f  gateway/sink %s\n' "$r" "$g" "$k" "${ratios[-1]}"
+  done
+  g=$(printf '%s\n' "${gs[@]}" | median) k=$(printf '%s\n' "${ks[@]}" | median)
+  summary+=("$(printf '%s: %d concurrent uploads: gateway %.1f MB/s aggregate = %sx sink (%.1f MB/s; median of round ratios %s) [target >= 0.90]' \
+    "$backend" "$parallel" "$g" "$(ratio "$g" "$k")" "$k" "$(printf '%s\n' "${ratios[@]}" | median)")")
+  echo "${summary[-1]}"
+}
+
 # report_ratios BACKEND BASELINE...: gateway / BASELINE of the medians (and
 # the median of the round ratios), printed and added to the summary.
 report_ratios() {
@@ -355,6 +384,7 @@ for backend in $backends; do
       report_ratios fs dd sink
       summary+=("fs: sink / dd $(ratio "${med[sink]}" "${med[dd]}") (what HTTP + multipart alone cost against dd)")
       echo "${summary[-1]}"
+      together fs
       ;;
     s3)
       # shellcheck source=../deploy/testenv/lib.sh

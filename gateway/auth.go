@@ -21,10 +21,8 @@ import (
 // with 429 before any key is looked at, for as long as the limit says, so a
 // key cannot be guessed faster than that from one address.
 func (a *API) authenticateRequest(r *http.Request) (*policy.APIKey, error) {
-	client := ""
-	if a.authFailures != nil {
-		client = clientAddr(r, a.trusted).String()
-		if err := a.authFailures.blocked(client); err != nil {
+	if a.authFailures != nil && a.authFailures.any() {
+		if err := a.authFailures.blocked(clientAddr(r, a.trusted).String()); err != nil {
 			return nil, err
 		}
 	}
@@ -33,7 +31,7 @@ func (a *API) authenticateRequest(r *http.Request) (*policy.APIKey, error) {
 		return k, nil
 	}
 	if errors.Is(err, policy.ErrInvalidKey) && a.authFailures != nil {
-		if denied := a.authFailures.charge(r.Context(), client); denied != nil {
+		if denied := a.authFailures.charge(r.Context(), clientAddr(r, a.trusted).String()); denied != nil {
 			return nil, denied
 		}
 	}
@@ -84,6 +82,14 @@ const maxBlockedAddrs = 100_000
 
 func newAuthFailureLimit(l policy.Limiter, limit policy.Limit) *authFailureLimit {
 	return &authFailureLimit{limiter: l, limit: limit, now: time.Now, until: map[string]time.Time{}}
+}
+
+// any reports whether some address is blocked (or was, and has not been
+// looked at since): when none is, a request need not format its address.
+func (f *authFailureLimit) any() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.until) > 0
 }
 
 // blocked returns the 429 of an address that is blocked now, else nil.

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/aigateway/gateway/catalog"
 	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/gateway/accesslog"
 	"github.com/aigateway/gateway/policy"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -24,41 +26,117 @@ func (s oneKeyStore) KeyByID(context.Context, string) (policy.APIKey, error) { r
 
 // discardResponse is a ResponseWriter that keeps nothing, so the benchmark
 // measures the gateway, not a recorder.
-type discardResponse struct{ h http.Header }
+type discardResponse struct {
+	h    http.Header
+	code int
+}
 
 func (d *discardResponse) Header() http.Header         { return d.h }
 func (d *discardResponse) Write(p []byte) (int, error) { return len(p), nil }
-func (d *discardResponse) WriteHeader(int)             {}
+func (d *discardResponse) WriteHeader(code int)        { d.code = code }
 
-// BenchmarkModelLookupChain is one GET /api/v1/model/... through the whole
-// middleware chain (request id, access log, metrics, auth) with rate limiting
-// off, as bench/lookup.sh drives it over HTTP.
-func BenchmarkModelLookupChain(b *testing.B) {
+// lookupSetup is how the lookup path is driven: which access log, whether
+// requests are rate limited.
+type lookupSetup struct {
+	zapAccessLog bool // the access log through zap instead of accesslog
+	noAccessLog  bool
+	rateLimit    bool
+}
+
+// lookupChain builds the API as the gateway runs it and returns a function
+// serving one GET /api/v1/model/... through the whole middleware chain
+// (request id, access log, metrics, auth, rate limit), as bench/lookup.sh
+// drives it over HTTP, and returning the status answered.
+func lookupChain(tb testing.TB, s lookupSetup) func() int {
+	tb.Helper()
 	data, err := configs.Files.ReadFile("models.yaml")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	c, err := catalog.FromBytes(data)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	token, key, _ := policy.NewKey()
 	key.UserID, key.Role = "u", policy.RoleStandard
 	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	log := zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zap.InfoLevel))
-	api := New(Options{
-		Log:     log,
-		Auth:    policy.NewAuthenticator(oneKeyStore{key}, 1<<62),
-		Catalog: catalog.NewStatic(c, slog.New(slog.DiscardHandler)),
-	})
-	h := api.Handler()
+	o := Options{
+		Log:              zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zap.InfoLevel)),
+		Auth:             policy.NewAuthenticator(oneKeyStore{key}, 1<<62),
+		Catalog:          catalog.NewStatic(c, slog.New(slog.DiscardHandler)),
+		DisableAccessLog: s.noAccessLog,
+	}
+	if !s.zapAccessLog {
+		w := accesslog.NewWriter(io.Discard, accesslog.Options{})
+		tb.Cleanup(func() { _ = w.Close() })
+		o.AccessLog = w
+	}
+	if s.rateLimit {
+		o.Limits = &RateLimits{
+			Limiter:      policy.NewLocalLimiter(policy.LocalOptions{}),
+			Default:      policy.Limit{Rate: 1 << 30, Per: time.Second, Burst: 1 << 30},
+			AuthFailures: policy.Limit{Rate: 30, Per: time.Minute, Burst: 30},
+		}
+	}
+	h := New(o).Handler()
 	req := httptest.NewRequest("GET", "/api/v1/model/openai/gpt-4o", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	w := &discardResponse{h: http.Header{}}
+	return func() int {
+		clear(w.h)
+		w.code = 0
+		h.ServeHTTP(w, req)
+		return w.code
+	}
+}
+
+func benchmarkLookup(b *testing.B, s lookupSetup) {
+	serve := lookupChain(b, s)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		clear(w.h)
-		h.ServeHTTP(w, req)
+		serve()
+	}
+}
+
+// BenchmarkModelLookupChain: access log and rate limit on, as served.
+func BenchmarkModelLookupChain(b *testing.B) { benchmarkLookup(b, lookupSetup{rateLimit: true}) }
+
+// BenchmarkModelLookupChainZapLog: the access log through zap, as before.
+func BenchmarkModelLookupChainZapLog(b *testing.B) {
+	benchmarkLookup(b, lookupSetup{rateLimit: true, zapAccessLog: true})
+}
+
+// BenchmarkModelLookupChainNoLog: the chain without any access log.
+func BenchmarkModelLookupChainNoLog(b *testing.B) {
+	benchmarkLookup(b, lookupSetup{rateLimit: true, noAccessLog: true})
+}
+
+// maxLookupAllocs is what a model lookup allocates through the whole chain
+// (measured: the request's exchange and context, chi's path values, the
+// request id, the rate-limit headers and key, the key's hash). A change
+// that adds one fails TestLookupPathAllocations: either remove it, or raise
+// this with the reason in the commit.
+const maxLookupAllocs = 12
+
+// TestLookupPathAllocations guards the allocations of the lookup path, as
+// served: access log and rate limit on. The access log itself allocates
+// nothing.
+func TestLookupPathAllocations(t *testing.T) {
+	for name, s := range map[string]lookupSetup{
+		"access log":    {rateLimit: true},
+		"no access log": {rateLimit: true, noAccessLog: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			serve := lookupChain(t, s)
+			for range 10 { // caches: the key, the metric series, the time stamp
+				if code := serve(); code != http.StatusOK {
+					t.Fatalf("lookup answered %d", code)
+				}
+			}
+			if n := testing.AllocsPerRun(200, func() { serve() }); n > maxLookupAllocs+raceAllocs {
+				t.Errorf("a model lookup allocates %v times, more than %d", n, maxLookupAllocs+raceAllocs)
+			}
+		})
 	}
 }

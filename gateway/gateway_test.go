@@ -229,6 +229,29 @@ func TestMetricsCountByRoutePattern(t *testing.T) {
 	}
 }
 
+// TestMetricsNameOddMethodsOther: a client may send any token as a method;
+// each would be a new series.
+func TestMetricsNameOddMethodsOther(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	api, _ := newTestAPI(t, Options{Registry: reg})
+	h := api.Handler()
+	for _, m := range []string{"FROB1", "FROB2", "GET"} {
+		do(t, h, m, "/healthz", "", nil)
+	}
+	body := do(t, h, "GET", "/metrics", "", nil).Body.String()
+	for _, want := range []string{
+		`gateway_http_requests_total{method="OTHER",route="unmatched",status="405"} 2`,
+		`gateway_http_requests_total{method="GET",route="/healthz",status="200"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(body, "FROB") {
+		t.Error("a client's method became a label value")
+	}
+}
+
 func TestReadyzFailsWhileDraining(t *testing.T) {
 	failing := false
 	api, _ := newTestAPI(t, Options{ReadyChecks: map[string]ReadyCheck{

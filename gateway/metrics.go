@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,7 +14,26 @@ import (
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+
+	// series caches the children of one label set, so a request costs a
+	// map lookup instead of two label hashes and lookups in the vectors.
+	mu     sync.RWMutex
+	series map[seriesKey]*series
 }
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// maxCachedSeries bounds the cache; label sets past it (there are not
+// that many routes, methods and statuses) are looked up in the vectors.
+const maxCachedSeries = 4096
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	m := &httpMetrics{
@@ -25,15 +46,41 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Help:    "HTTP request duration by route pattern, method and status.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 		}, []string{"route", "method", "status"}),
+		series: map[seriesKey]*series{},
 	}
 	reg.MustRegister(m.requests, m.duration)
 	return m
 }
 
 func (m *httpMetrics) observe(route, method string, status int, elapsed time.Duration) {
-	code := statusText(status)
-	m.requests.WithLabelValues(route, method, code).Inc()
-	m.duration.WithLabelValues(route, method, code).Observe(elapsed.Seconds())
+	method = methodLabel(method)
+	k := seriesKey{route: route, method: method, status: status}
+	m.mu.RLock()
+	s, ok := m.series[k]
+	m.mu.RUnlock()
+	if !ok {
+		code := statusText(status)
+		s = &series{requests: m.requests.WithLabelValues(route, method, code), duration: m.duration.WithLabelValues(route, method, code)}
+		m.mu.Lock()
+		if len(m.series) < maxCachedSeries {
+			m.series[k] = s
+		}
+		m.mu.Unlock()
+	}
+	s.requests.Inc()
+	s.duration.Observe(elapsed.Seconds())
+}
+
+// methodLabel is the method as a label: the standard methods by name, any
+// other "OTHER", since a client may send any token as a method and each
+// would be a new series otherwise.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
 }
 
 // statusLabels avoids formatting the common statuses on every request.

@@ -66,7 +66,12 @@ func (a *API) listModels(w http.ResponseWriter, r *http.Request) error {
 // the client already holds it.
 func writeCached(w http.ResponseWriter, r *http.Request, etag string, body []byte) {
 	h := w.Header()
-	h["Etag"] = []string{etag}
+	if ex, ok := w.(*exchange); ok {
+		ex.etagHeader[0] = etag
+		h["Etag"] = ex.etagHeader[:]
+	} else {
+		h["Etag"] = []string{etag}
+	}
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return

@@ -75,15 +75,33 @@ const (
 // the bucket is full, rounded up) on every decision, and Retry-After (whole
 // seconds, rounded up, at least 1) only when the request was denied.
 func setRateLimitHeaders(h http.Header, d policy.Decision) {
-	h.Set(hdrLimit, strconv.Itoa(d.Limit))
-	h.Set(hdrRemaining, strconv.Itoa(d.Remaining))
-	h.Set(hdrReset, strconv.FormatInt(ceilSeconds(d.ResetAfter), 10))
+	// Set on every allowed request, so built with two allocations instead
+	// of eight: the three numbers in one string, the three values in one
+	// array (each capped, so an Add elsewhere cannot write over its
+	// neighbour), under keys already in canonical form.
+	var buf [3 * 20]byte
+	b := strconv.AppendInt(buf[:0], int64(d.Limit), 10)
+	i := len(b)
+	b = strconv.AppendInt(b, int64(d.Remaining), 10)
+	j := len(b)
+	b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
+	s := string(b)
+	v := make([]string, 3)
+	v[0], v[1], v[2] = s[:i], s[i:j], s[j:]
+	h[canonLimit], h[canonRemaining], h[canonReset] = v[0:1:1], v[1:2:2], v[2:3:3]
 	if d.Allowed {
 		h.Del(hdrRetryAfter)
 		return
 	}
 	h.Set(hdrRetryAfter, strconv.FormatInt(max(ceilSeconds(d.RetryAfter), 1), 10))
 }
+
+// The canonical forms of the RateLimit-* names, as net/http keys them.
+var (
+	canonLimit     = http.CanonicalHeaderKey(hdrLimit)
+	canonRemaining = http.CanonicalHeaderKey(hdrRemaining)
+	canonReset     = http.CanonicalHeaderKey(hdrReset)
+)
 
 // setRetryHeaders tells the client of a 429 or 503 when to try again. A
 // denial by one of the gateway's limits carries that limit's decision, and

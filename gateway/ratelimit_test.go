@@ -190,3 +190,21 @@ func TestRetryHeadersOfOtherStatuses(t *testing.T) {
 		})
 	}
 }
+
+// TestRateLimitHeaderValuesStandApart: the three values share one backing
+// array; adding to one must not change another.
+func TestRateLimitHeaderValuesStandApart(t *testing.T) {
+	h := http.Header{}
+	setRateLimitHeaders(h, policy.Decision{Allowed: true, Limit: 1000, Remaining: 999, ResetAfter: 1500 * time.Millisecond})
+	h.Add("RateLimit-Limit", "x")
+	h.Add("RateLimit-Remaining", "y")
+	if got := h.Values("RateLimit-Limit"); len(got) != 2 || got[0] != "1000" || got[1] != "x" {
+		t.Errorf("RateLimit-Limit = %q", got)
+	}
+	if got := h.Values("RateLimit-Remaining"); len(got) != 2 || got[0] != "999" || got[1] != "y" {
+		t.Errorf("RateLimit-Remaining = %q", got)
+	}
+	if got := h.Values("RateLimit-Reset"); len(got) != 1 || got[0] != "2" {
+		t.Errorf("RateLimit-Reset = %q", got)
+	}
+}

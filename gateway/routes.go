@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aigateway/gateway/gateway/accesslog"
 	"github.com/aigateway/gateway/policy"
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,9 @@ type Options struct {
 	ReadyChecks map[string]ReadyCheck
 	// DisableAccessLog turns the per-request log line off (benchmarks).
 	DisableAccessLog bool
+	// AccessLog, when set, writes the per-request lines (JSON, zap's
+	// encoding) instead of Log; its owner closes it after the server stops.
+	AccessLog *accesslog.Writer
 	// BodyReadTimeout bounds how long a request body may take to arrive
 	// (uploads: how long it may stay idle). Zero means DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
@@ -64,6 +68,7 @@ type API struct {
 	trusted    []netip.Prefix
 	ready      map[string]ReadyCheck
 	accessLog  bool
+	access     *accesslog.Writer
 	// bodyTimeout is the read deadline of request bodies (guardBody).
 	bodyTimeout time.Duration
 	// minUploadRate is Options.MinUploadRate.
@@ -94,6 +99,7 @@ func New(o Options) *API {
 		trusted:       o.TrustedProxies,
 		ready:         o.ReadyChecks,
 		accessLog:     !o.DisableAccessLog,
+		access:        o.AccessLog,
 		bodyTimeout:   cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout),
 		minUploadRate: o.MinUploadRate,
 		lingering:     cmp.Or(o.LingeringClose, DefaultLingering),

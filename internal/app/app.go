@@ -19,11 +19,13 @@ import (
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/gateway"
+	"github.com/aigateway/gateway/gateway/accesslog"
 	"github.com/aigateway/gateway/policy"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // authCacheTTL is how long a verified key is trusted without asking the
@@ -120,6 +122,7 @@ func (a *App) build(ctx context.Context) error {
 
 	a.api = gateway.New(gateway.Options{
 		Log:             log,
+		AccessLog:       a.accessLog(reg),
 		Auth:            policy.NewAuthenticator(st, authCacheTTL),
 		Catalog:         a.catalog,
 		Workspaces:      workspaces,
@@ -135,6 +138,23 @@ func (a *App) build(ctx context.Context) error {
 		},
 	})
 	return nil
+}
+
+// accessLog is the writer of the per-request lines when the logs are JSON
+// at info level (else nil: zap writes them, or they are off by level). It
+// drops lines rather than stall requests when the logs' reader is slow,
+// and counts them; it is closed with the App, after the server stopped.
+func (a *App) accessLog(reg prometheus.Registerer) *accesslog.Writer {
+	if a.rt.Config.Log.Format == "console" || !a.rt.Log.Core().Enabled(zapcore.InfoLevel) || a.rt.logs == nil {
+		return nil
+	}
+	w := accesslog.NewWriter(a.rt.logs, accesslog.Options{})
+	a.closers = append(a.closers, w.Close)
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "gateway_access_log_dropped_lines_total",
+		Help: "Access log lines dropped because the log output was behind (or failing).",
+	}, func() float64 { return float64(w.Dropped()) }))
+	return w
 }
 
 // Handler is the whole HTTP surface.

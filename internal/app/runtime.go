@@ -57,6 +57,8 @@ type Runtime struct {
 	Store  *sqlstore.Store
 	getenv func(string) string
 	flush  func()
+	// logs is where the logs go (Env.Logs), for the access log's writer.
+	logs io.Writer
 }
 
 // Open starts a Runtime: the logger, then the metadata store with its
@@ -72,7 +74,7 @@ func Open(ctx context.Context, cfg config.Config, env Env) (*Runtime, error) {
 		flush()
 		return nil, fmt.Errorf("open %s metadata store: %w", cfg.Metadata.Driver, err)
 	}
-	return &Runtime{Config: cfg, Log: log, Store: st, getenv: env.Getenv, flush: flush}, nil
+	return &Runtime{Config: cfg, Log: log, Store: st, getenv: env.Getenv, flush: flush, logs: env.Logs}, nil
 }
 
 // Close closes the store and flushes the logs.

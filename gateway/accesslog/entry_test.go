@@ -1,0 +1,105 @@
+package accesslog
+
+import (
+	"bytes"
+	"math"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// zapLine is the line the gateway's zap logger wrote for e (internal/app's
+// NewLogger: the production JSON encoder, "ts" in ISO 8601).
+func zapLine(t *testing.T, e Entry) string {
+	t.Helper()
+	cfg := zap.NewProductionEncoderConfig()
+	cfg.TimeKey = "ts"
+	cfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	buf, err := zapcore.NewJSONEncoder(cfg).EncodeEntry(
+		zapcore.Entry{Level: zapcore.InfoLevel, Time: e.Time, Message: "request"},
+		[]zapcore.Field{
+			zap.String("method", e.Method),
+			zap.String("route", e.Route),
+			zap.Int("status", e.Status),
+			zap.Int64("bytes", e.Bytes),
+			zap.Duration("duration", e.Duration),
+			zap.String("request_id", e.RequestID),
+			zap.String("key_id", e.KeyID),
+			zap.String("client", e.Client),
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func TestLineIsZapsLine(t *testing.T) {
+	base := time.Date(2026, 11, 23, 12, 31, 33, 123456789, time.UTC)
+	plus := time.FixedZone("CET", 3600)
+	minus := time.FixedZone("", -(5*3600 + 30*60))
+	ok := Entry{
+		Time: base, Method: "GET", Route: "/api/v1/model/{author}/{slug}", Status: 200, Bytes: 1834,
+		Duration: 123456 * time.Nanosecond, RequestID: "abcdefghijklmnop-1a", KeyID: "k_0123", Client: "127.0.0.1",
+	}
+	with := func(f func(*Entry)) Entry { e := ok; f(&e); return e }
+	cases := map[string]Entry{
+		"lookup":              ok,
+		"zero":                {Time: base},
+		"no milliseconds":     with(func(e *Entry) { e.Time = base.Truncate(time.Second) }),
+		"999 ms":              with(func(e *Entry) { e.Time = base.Truncate(time.Second).Add(999999999) }),
+		"7 ms":                with(func(e *Entry) { e.Time = base.Truncate(time.Second).Add(7 * time.Millisecond) }),
+		"zone east":           with(func(e *Entry) { e.Time = base.In(plus) }),
+		"zone west, half":     with(func(e *Entry) { e.Time = base.In(minus) }),
+		"local":               with(func(e *Entry) { e.Time = base.Local() }),
+		"year 10000":          with(func(e *Entry) { e.Time = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }),
+		"long duration":       with(func(e *Entry) { e.Duration = 3*time.Hour + 7*time.Nanosecond }),
+		"whole seconds":       with(func(e *Entry) { e.Duration = 2 * time.Second }),
+		"negative duration":   with(func(e *Entry) { e.Duration = -time.Millisecond }),
+		"max duration":        with(func(e *Entry) { e.Duration = math.MaxInt64 }),
+		"negative bytes":      with(func(e *Entry) { e.Bytes = -1; e.Status = 499 }),
+		"unmatched":           with(func(e *Entry) { e.Route = "unmatched"; e.Status = 404; e.KeyID = "" }),
+		"ipv6 client":         with(func(e *Entry) { e.Client = "2001:db8::1" }),
+		"escapes":             with(func(e *Entry) { e.Method = "A\"B\\C\nD\rE\tF\x00G\x1fH\x7f" }),
+		"invalid utf-8":       with(func(e *Entry) { e.Route = "a\xffb\xc3(c\xe2\x82" }),
+		"unicode":             with(func(e *Entry) { e.KeyID = "ключ-€-𝄞" }),
+		"html is not escaped": with(func(e *Entry) { e.Client = "<a>&'" }),
+	}
+	for name, e := range cases {
+		t.Run(name, func(t *testing.T) {
+			want := zapLine(t, e)
+			if got := string(e.AppendJSON(nil)); got != want {
+				t.Errorf("line\n got %s\nwant %s", got, want)
+			}
+			// The cached second serves the next line of the same second.
+			if got := string(e.AppendJSON(nil)); got != want {
+				t.Errorf("second line\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// TestTimeAcrossSeconds walks the clock over second boundaries, so a stale
+// cached second would show.
+func TestTimeAcrossSeconds(t *testing.T) {
+	at := time.Date(2026, 12, 31, 23, 59, 58, 0, time.UTC)
+	for i := 0; i < 40; i++ {
+		e := Entry{Time: at.Add(time.Duration(i) * 97 * time.Millisecond)}
+		if got, want := string(e.AppendJSON(nil)), zapLine(t, e); got != want {
+			t.Fatalf("at %v\n got %s\nwant %s", e.Time, got, want)
+		}
+	}
+}
+
+func TestAppendJSONAllocatesNothing(t *testing.T) {
+	e := Entry{Time: time.Now(), Method: "GET", Route: "/r", RequestID: "id", Client: "::1"}
+	buf := make([]byte, 0, 512)
+	e.AppendJSON(buf) // the second's stamp
+	if n := testing.AllocsPerRun(100, func() { buf = e.AppendJSON(buf[:0]) }); n != 0 {
+		t.Errorf("AppendJSON allocates %v times per line", n)
+	}
+	if !bytes.HasSuffix(buf, []byte("}\n")) {
+		t.Errorf("line %q", buf)
+	}
+}
