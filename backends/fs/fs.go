@@ -260,6 +260,27 @@ func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	return f, nil
 }
 
+// OpenRange implements backends.RangeOpener: a seek, then a bounded read of
+// the same open file.
+func (b *Bucket) OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	if offset < 0 || length < 1 {
+		return nil, fmt.Errorf("fs: open %s: invalid range %d+%d", key, offset, length)
+	}
+	rc, err := b.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	f := rc.(*os.File)
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fs: open %s: %w", key, classify(err))
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(f, length), f}, nil
+}
+
 // Stat implements backends.Bucket.
 func (b *Bucket) Stat(ctx context.Context, key string) (backends.Object, error) {
 	if err := backends.ValidateKey(key); err != nil {
