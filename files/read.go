@@ -381,6 +381,17 @@ type Content struct {
 	body io.ReadCloser
 }
 
+// RangedContent is content of a known size whose parts open can read.
+func RangedContent(f File, contentType, sha256 string, size int64, open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)) *Content {
+	return &Content{File: f, Size: size, ContentType: contentType, SHA256: sha256, open: open}
+}
+
+// StreamContent is content read once from body, of length bytes (-1:
+// unknown).
+func StreamContent(f File, contentType string, length int64, body io.ReadCloser) *Content {
+	return &Content{File: f, Size: length, ContentType: contentType, body: body}
+}
+
 // Ranged reports whether parts of the content can be read (OpenRange).
 func (c *Content) Ranged() bool { return c.open != nil }
 
@@ -454,20 +465,18 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 		if rec.ID != "" {
 			f.Record = rec
 		}
-		return &Content{File: f, Size: pc.Length, ContentType: cmp.Or(pc.ContentType, rec.MimeType, "application/octet-stream"), body: pc.Body}, nil
+		return StreamContent(f, cmp.Or(pc.ContentType, rec.MimeType, "application/octet-stream"), pc.Length, pc.Body), nil
 	}
-	c := &Content{File: s.file(rec), Size: rec.Size, ContentType: rec.MimeType, SHA256: rec.SHA256}
 	key := rec.ObjectKey
+	open := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+		return openRangeBySkipping(ctx, s.d.Bucket, key, offset, length)
+	}
 	if ro, ok := s.d.Bucket.(backends.RangeOpener); ok {
-		c.open = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+		open = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
 			return ro.OpenRange(ctx, key, offset, length)
 		}
-	} else {
-		c.open = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
-			return openRangeBySkipping(ctx, s.d.Bucket, key, offset, length)
-		}
 	}
-	return c, nil
+	return RangedContent(s.file(rec), rec.MimeType, rec.SHA256, rec.Size, open), nil
 }
 
 // openRangeBySkipping reads a range of a bucket that cannot seek: the bytes
@@ -583,11 +592,30 @@ func (s *ReadService) provider(ctx context.Context, ws, name string) (Provider, 
 // not-found and rate limit are the client's answers; anything else is the
 // provider's error (502) or timeout (504).
 func providerReadError(err error) error {
+	var rl *RateLimitedError
+	if errors.As(err, &rl) {
+		return &throttled{err: err, after: rl.RetryAfter}
+	}
 	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrProviderRateLimited) ||
 		errors.Is(err, context.Canceled) {
 		return err
 	}
 	return providerError(err)
+}
+
+// throttled is a provider's 429 carrying its Retry-After to the edge.
+type throttled struct {
+	err   error
+	after time.Duration
+}
+
+func (e *throttled) Error() string { return e.err.Error() }
+func (e *throttled) Unwrap() error { return e.err }
+
+// RetryAfterSeconds is the provider's Retry-After, rounded up; 1 when it
+// sent none.
+func (e *throttled) RetryAfterSeconds() int {
+	return max(1, int((e.after+time.Second-1)/time.Second))
 }
 
 // storageReadError classifies a failure to read our own storage. An object

@@ -275,11 +275,19 @@ func (b *Bucket) OpenRange(ctx context.Context, key string, offset, length int64
 		f.Close()
 		return nil, fmt.Errorf("fs: open %s: %w", key, classify(err))
 	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{io.LimitReader(f, length), f}, nil
+	return &rangeReader{LimitedReader: &io.LimitedReader{R: f, N: length}, f: f}, nil
 }
+
+// rangeReader reads a range of an open file. Unwrap hands the limited
+// *os.File to a copier that can send it with sendfile(2) (net/http does
+// for an *io.LimitedReader of an *os.File).
+type rangeReader struct {
+	*io.LimitedReader
+	f *os.File
+}
+
+func (r *rangeReader) Close() error      { return r.f.Close() }
+func (r *rangeReader) Unwrap() io.Reader { return r.LimitedReader }
 
 // Stat implements backends.Bucket.
 func (b *Bucket) Stat(ctx context.Context, key string) (backends.Object, error) {
