@@ -3,8 +3,8 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
-	"io"
 	"encoding/base32"
+	"io"
 	"net/http"
 	"net/netip"
 	"runtime/debug"

@@ -26,13 +26,13 @@ type Authenticator interface {
 // Options are the dependencies of the API. Nil services leave their routes
 // answering 503, so a partly wired gateway still speaks the envelope.
 type Options struct {
-	Log            *zap.Logger
-	Auth           Authenticator
-	Catalog        CatalogSource
-	Workspaces     WorkspaceService
-	Files          FileService
+	Log        *zap.Logger
+	Auth       Authenticator
+	Catalog    CatalogSource
+	Workspaces WorkspaceService
+	Files      FileService
 	// FileReader serves the list, metadata, delete and download routes.
-	FileReader FileReader
+	FileReader     FileReader
 	Limits         *RateLimits
 	Registry       *prometheus.Registry
 	TrustedProxies []netip.Prefix
