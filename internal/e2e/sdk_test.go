@@ -256,6 +256,9 @@ func TestSDKRequestsReplayed(t *testing.T) {
 					if s, ok := v["cursor"].(string); ok {
 						cursor = s
 					}
+					if s, ok := v["next_page"].(string); ok {
+						cursor = s
+					}
 				}
 			}
 			if uploads != 3 {
