@@ -187,6 +187,7 @@ func TestFileRouteErrors(t *testing.T) {
 		{"service key writing", policy.ErrForbidden, 403, msgManagementOnly, "map[]"},
 		{"provider throttled", &files.RateLimitedError{Provider: "openai", RetryAfter: 7 * time.Second}, 429, msgRateLimited, "map[]"},
 		{"provider failed", fmt.Errorf("%w: 500", files.ErrProvider), 502, msgProviderError, "map[]"},
+		{"provider rejected", fmt.Errorf("%w: 400", files.ErrProviderRejected), 400, msgBadRequest, "map[]"},
 		{"storage down", fmt.Errorf("%w: s3", files.ErrStorageUnavailable), 503, msgUnavailable, "map[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
