@@ -52,6 +52,7 @@ bench:
 	bench/lookup.sh
 	bench/limits.sh
 	bench/uploads.sh
+	bench/downloads.sh
 	bench/abuse.sh
 
 clean:
