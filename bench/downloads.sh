@@ -6,7 +6,7 @@
 #
 # 1. Throughput: each round downloads the file once from each contender, in
 #    an order rotated every round, with curl to /dev/null (MB = 10^6 bytes/s,
-#    curl's own measure). The target: gateway >= 0.8x servefile.
+#    curl's own measure). The target: gateway >= 0.8x servefile.
 # 2. Peak RSS (VmHWM) of the gateway with CONCURRENCY downloads at once,
 #    printed as MiB per concurrent download above idle (target <= 2).
 #
