@@ -593,30 +593,12 @@ func (s *ReadService) provider(ctx context.Context, ws, name string) (Provider, 
 // answers; anything else is the
 // provider's error (502) or timeout (504).
 func providerReadError(err error) error {
-	var rl *RateLimitedError
-	if errors.As(err, &rl) {
-		return &throttled{err: err, after: rl.RetryAfter}
-	}
+	// A *RateLimitedError keeps its Retry-After for the edge.
 	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrProviderRateLimited) ||
 		errors.Is(err, ErrProviderRejected) || errors.Is(err, context.Canceled) {
 		return err
 	}
 	return providerError(err)
-}
-
-// throttled is a provider's 429 carrying its Retry-After to the edge.
-type throttled struct {
-	err   error
-	after time.Duration
-}
-
-func (e *throttled) Error() string { return e.err.Error() }
-func (e *throttled) Unwrap() error { return e.err }
-
-// RetryAfterSeconds is the provider's Retry-After, rounded up; 1 when it
-// sent none.
-func (e *throttled) RetryAfterSeconds() int {
-	return max(1, int((e.after+time.Second-1)/time.Second))
 }
 
 // storageReadError classifies a failure to read our own storage. An object

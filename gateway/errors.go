@@ -106,8 +106,6 @@ var errorTable = []errorKind{
 	{files.ErrQuotaExceeded, http.StatusForbidden, msgQuotaExceeded},
 	{files.ErrTooLarge, http.StatusRequestEntityTooLarge, msgTooLarge},
 	{files.ErrStorageUnavailable, http.StatusServiceUnavailable, msgUnavailable},
-	{files.ErrProviderRateLimited, http.StatusTooManyRequests, msgRateLimited},
-	{files.ErrProviderRejected, http.StatusBadRequest, msgBadRequest},
 	{files.ErrProviderTimeout, http.StatusGatewayTimeout, msgProviderTimeout},
 	{files.ErrProvider, http.StatusBadGateway, msgProviderError},
 }

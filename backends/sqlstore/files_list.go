@@ -23,7 +23,8 @@ func scanFile(row interface{ Scan(...any) error }) (files.Record, error) {
 // (created_at, id), in q's order. It asks for one row more than the page so
 // that HasMore needs no second query. The row comparison is answered by a
 // range scan of files_workspace_created in either direction.
-func (s *Store) ListFiles(ctx context.Context, q files.ListQuery) (files.RecordPage, error) {
+func (s *Store) ListFiles(ctx context.Context, q files.ListQuery) (_ files.RecordPage, err error) {
+	defer s.classify(&err)
 	if q.Limit < 1 {
 		return files.RecordPage{}, invalidf("list files: limit %d", q.Limit)
 	}
@@ -70,13 +71,14 @@ func (s *Store) ListFiles(ctx context.Context, q files.ListQuery) (files.RecordP
 // deletes one removes the row and the other's DELETE matches nothing (on
 // PostgreSQL it waits for the first to commit, then finds the row gone), so
 // the loser gets files.ErrNotFound and the bytes are given back once.
-func (s *Store) DeleteFile(ctx context.Context, workspaceID, id string) (files.Record, error) {
+func (s *Store) DeleteFile(ctx context.Context, workspaceID, id string) (_ files.Record, err error) {
+	defer s.classify(&err)
 	wsID, ok := canonicalUUID(workspaceID)
 	if !ok {
 		return files.Record{}, files.ErrNotFound
 	}
 	var rec files.Record
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		rec, err = scanFile(tx.QueryRowContext(ctx,
 			`DELETE FROM files WHERE id = $1 AND workspace_id = $2 RETURNING `+fileColumns, id, wsID))

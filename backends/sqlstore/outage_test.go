@@ -3,9 +3,14 @@ package sqlstore
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -162,4 +167,34 @@ func proxiedDSN(t *testing.T, dsn, addr string) string {
 	}
 	u.Host = addr
 	return u.String()
+}
+
+// TestEveryMethodClassifies: every exported method of the Store defers
+// classify, so a method added later cannot answer an outage with a 500.
+func TestEveryMethodClassifies(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exempt := map[string]bool{"Ping": true, "Close": true} // Ping wraps for readiness; Close has no caller to answer
+	for _, f := range pkgs["sqlstore"].Files {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || !fn.Name.IsExported() || exempt[fn.Name.Name] {
+				continue
+			}
+			if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); !ok || star.X.(*ast.Ident).Name != "Store" {
+				continue
+			}
+			first, ok := fn.Body.List[0].(*ast.DeferStmt)
+			if !ok {
+				t.Errorf("%s: Store.%s does not begin with defer s.classify(&err)", fset.Position(fn.Pos()), fn.Name.Name)
+				continue
+			}
+			if sel, ok := first.Call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "classify" {
+				t.Errorf("%s: Store.%s does not begin with defer s.classify(&err)", fset.Position(fn.Pos()), fn.Name.Name)
+			}
+		}
+	}
 }
