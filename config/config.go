@@ -153,8 +153,12 @@ type Limits struct {
 	// UploadBytes is a rolling byte budget per workspace for uploads.
 	UploadBytes ByteBudget `yaml:"upload_bytes"`
 	// UploadsInFlightPerKey caps concurrent uploads of one key.
-	UploadsInFlightPerKey int   `yaml:"uploads_in_flight_per_key"`
-	Rate                  Rates `yaml:"rate"`
+	UploadsInFlightPerKey int `yaml:"uploads_in_flight_per_key"`
+	// UploadLease is how long what an upload holds (its quota reservation,
+	// its in-flight slot) outlives a replica that died mid-upload. Live
+	// uploads renew it every third of it.
+	UploadLease time.Duration `yaml:"upload_lease"`
+	Rate        Rates         `yaml:"rate"`
 }
 
 // Rates are the request rate limits per route class.
@@ -239,6 +243,7 @@ func Default() Config {
 			WorkspaceStorageBytes: 10 << 30,
 			UploadBytes:           ByteBudget{Bytes: 20 << 30, Per: time.Hour},
 			UploadsInFlightPerKey: 8,
+			UploadLease:           time.Minute,
 			Rate: Rates{
 				Default: Rate{Requests: 600, Per: time.Minute, Burst: 100},
 				Files:   Rate{Requests: 60, Per: time.Minute, Burst: 20},

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aigateway/gateway/backends"
 	"gopkg.in/yaml.v3"
@@ -247,6 +248,11 @@ func (c *Config) Validate() error {
 	p.positive("limits.upload_bytes.per", int64(c.Limits.UploadBytes.Per))
 	if c.Limits.UploadsInFlightPerKey < 1 {
 		p.add("limits.uploads_in_flight_per_key", "must be at least 1")
+	}
+	if c.Limits.UploadLease < 3*time.Second {
+		// Renewed every third of it: below a second apart the store is
+		// asked too often, and a slow round trip would lose uploads.
+		p.add("limits.upload_lease", "must be at least 3s")
 	}
 	for name, r := range map[string]Rate{"default": c.Limits.Rate.Default, "files": c.Limits.Rate.Files, "auth_failures": c.Limits.Rate.AuthFailures} {
 		path := "limits.rate." + name

@@ -53,6 +53,8 @@ func runContract(t *testing.T, b backend) {
 		{"Quota/Exceeded", testQuotaExceeded},
 		{"Quota/Release", testRelease},
 		{"Quota/Expiry", testReservationExpiry},
+		{"Quota/Renew", testReservationRenew},
+		{"Quota/ReserveUpTo", testReserveUpTo},
 		{"Quota/CommitErrors", testCommitErrors},
 		{"Quota/Race", testQuotaRace},
 		{"ProviderKeys", testProviderKeys},

@@ -112,11 +112,18 @@ func (a *App) build(ctx context.Context) error {
 	a.files = files.NewService(files.Config{
 		MaxFileBytes:   int64(cfg.Limits.MaxFileBytes),
 		WorkspaceQuota: int64(cfg.Limits.WorkspaceStorageBytes),
+		ReservationTTL: cfg.Limits.UploadLease,
 		Backend:        cfg.Storage.Backend,
 	}, files.Deps{
 		Store: st, Keys: st, Bucket: bucket, Opener: byok.NewKeyring(sealer, providers...),
 		Workspaces: workspaces, Admission: limits.admission, Log: slogOf(log),
 	})
+	// Closed after the uploads have finished (Close runs after
+	// WaitUploads), so the last of them keep their reservations.
+	renewCtx, stopRenewing := context.WithCancel(context.Background())
+	renewing := make(chan struct{})
+	go func() { a.files.KeepReservations(renewCtx); close(renewing) }()
+	a.closers = append(a.closers, func() error { stopRenewing(); <-renewing; return nil })
 
 	a.api = gateway.New(gateway.Options{
 		Log:             log,
