@@ -92,6 +92,15 @@ type PendingLister interface {
 	PendingUploads(ctx context.Context) ([]string, error)
 }
 
+// PendingSweeper is implemented by buckets that keep state for uploads in
+// progress: it removes what uploads of a crashed process left unfinished.
+type PendingSweeper interface {
+	// AbortPending removes at most limit unfinished uploads started (for
+	// the fs backend: last written) before before, and returns how many
+	// it removed. Removing one that is already gone is not an error.
+	AbortPending(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
 // Checker is implemented by buckets that can tell whether their storage is
 // reachable, for readiness probes.
 type Checker interface {

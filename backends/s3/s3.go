@@ -636,6 +636,36 @@ func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// AbortPending implements backends.PendingSweeper: the multipart uploads
+// under the prefix initiated before before.
+func (b *Bucket) AbortPending(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := b.open(); err != nil {
+		return 0, fmt.Errorf("s3: abort pending: %w", err)
+	}
+	p := s3.NewListMultipartUploadsPaginator(b.client, &s3.ListMultipartUploadsInput{Bucket: b.bucket, Prefix: b.key("")})
+	removed := 0
+	for p.HasMorePages() && removed < limit {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return removed, fmt.Errorf("s3: list multipart uploads: %w", classify(err))
+		}
+		for _, u := range page.Uploads {
+			if removed >= limit {
+				break
+			}
+			if u.Initiated == nil || !u.Initiated.Before(before) {
+				continue
+			}
+			key := strings.TrimPrefix(aws.ToString(u.Key), b.cfg.Prefix)
+			if _, err := b.abortOnce(ctx, key, aws.ToString(u.UploadId)); err != nil {
+				return removed, fmt.Errorf("s3: abort multipart upload of %s: %w", key, err)
+			}
+			removed++
+		}
+	}
+	return removed, nil
+}
+
 // Check implements backends.Checker with HeadBucket.
 func (b *Bucket) Check(ctx context.Context) error {
 	if err := b.open(); err != nil {
