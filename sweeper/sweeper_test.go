@@ -182,7 +182,9 @@ func (r *rig) object(key string, age time.Duration, recorded bool) {
 	}
 }
 
-func (r *rig) removed(kind string) float64 { return testutil.ToFloat64(r.s.removed.WithLabelValues(kind)) }
+func (r *rig) removed(kind string) float64 {
+	return testutil.ToFloat64(r.s.removed.WithLabelValues(kind))
+}
 
 func TestSweepRemovesExpiredRows(t *testing.T) {
 	r := newRig(t, 10)
