@@ -22,6 +22,7 @@ type Config struct {
 	Storage   Storage   `yaml:"storage"`
 	Providers Providers `yaml:"providers"`
 	Limits    Limits    `yaml:"limits"`
+	Sweeper   Sweeper   `yaml:"sweeper"`
 }
 
 // Server configures the HTTP listener. There is deliberately no global write
@@ -161,6 +162,18 @@ type Limits struct {
 	Rate        Rates         `yaml:"rate"`
 }
 
+// Sweeper collects what crashes and lapsed records leave behind; every
+// replica runs one.
+type Sweeper struct {
+	// Interval between passes; 0 turns the sweeper off.
+	Interval time.Duration `yaml:"interval"`
+	// Grace is how old an object without a record, or an unfinished
+	// upload, must be before it is removed. Longer than the longest upload.
+	Grace time.Duration `yaml:"grace"`
+	// Batch bounds the items of each kind one pass handles.
+	Batch int `yaml:"batch"`
+}
+
 // Rates are the request rate limits per route class.
 type Rates struct {
 	Enabled *bool `yaml:"enabled"`
@@ -238,6 +251,7 @@ func Default() Config {
 			OpenAI:    Provider{BaseURL: "https://api.openai.com/v1", Timeout: 10 * time.Minute},
 			Anthropic: Provider{BaseURL: "https://api.anthropic.com", Timeout: 10 * time.Minute},
 		},
+		Sweeper: Sweeper{Interval: time.Minute, Grace: 6 * time.Hour, Batch: 500},
 		Limits: Limits{
 			MaxFileBytes:          104_857_600,
 			WorkspaceStorageBytes: 10 << 30,

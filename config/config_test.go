@@ -72,6 +72,8 @@ func TestParseBadFiles(t *testing.T) {
 			"server.lingering_close.max_bytes:",
 			"server.lingering_close.timeout: must be greater than zero",
 			"limits.upload_lease: must be at least 3s",
+			"sweeper.grace: must be longer than the longest upload the limits allow (2h51m10s",
+			"sweeper.batch: must be at least 1",
 		}},
 	}
 	for _, tt := range tests {

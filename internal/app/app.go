@@ -20,6 +20,7 @@ import (
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/gateway"
 	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/sweeper"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -124,6 +125,15 @@ func (a *App) build(ctx context.Context) error {
 	renewing := make(chan struct{})
 	go func() { a.files.KeepReservations(renewCtx); close(renewing) }()
 	a.closers = append(a.closers, func() error { stopRenewing(); <-renewing; return nil })
+
+	if sc := cfg.Sweeper; sc.Interval > 0 {
+		sw := sweeper.New(sweeper.Config{Interval: sc.Interval, Grace: sc.Grace, Batch: sc.Batch, Backend: cfg.Storage.Backend},
+			st, bucket, slogOf(log), reg)
+		sweepCtx, stopSweeping := context.WithCancel(context.Background())
+		sweeping := make(chan struct{})
+		go func() { sw.Run(sweepCtx); close(sweeping) }()
+		a.closers = append(a.closers, func() error { stopSweeping(); <-sweeping; return nil })
+	}
 
 	a.api = gateway.New(gateway.Options{
 		Log:             log,
