@@ -351,6 +351,7 @@ func (u *upload) Commit(ctx context.Context, purpose Purpose) (Record, error) {
 		return Record{}, err
 	}
 	u.s.leases.remove(u.lease)
+	beforeCommit()
 	if err := u.s.store.Commit(ctx, *u.res, u.rec); err != nil {
 		if errors.Is(err, ErrReservationNotFound) {
 			// Lapsed (or swept) while the upload ran: quota can no longer
@@ -408,6 +409,11 @@ func (u *upload) finish(_ context.Context, actual int64) {
 	}
 	u.s.inflight.Done()
 }
+
+// beforeCommit runs between storing an upload's bytes and writing its
+// record: a fault-injection point that only faultinject builds set (see
+// fault_inject.go); a no-op otherwise.
+var beforeCommit = func() {}
 
 // clientFault reports whether err is the client's file or connection rather
 // than the destination's failure.
