@@ -12,12 +12,15 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/config"
 	"gopkg.in/yaml.v3"
 )
@@ -222,5 +225,162 @@ func testCrashReleasesQuota(t *testing.T, bin string, sc storeCase) {
 	}
 	if restart < crashLease-500*time.Millisecond && refused == 0 {
 		t.Errorf("restarted %v after the kill, within the lease, yet the first full-quota upload passed: the dead upload held nothing", restart)
+	}
+}
+
+// buildFaultBinary builds the gateway with the faultinject tag: told by
+// GATEWAY_FAULT=kill-before-commit, it SIGKILLs itself after storing an
+// upload's bytes and before writing its record.
+func buildFaultBinary(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "gateway-fault")
+	args := []string{"build", "-tags", "faultinject", "-o", out}
+	if raceEnabled() {
+		args = append(args, "-race")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", append(args, "github.com/aigateway/gateway/cmd/gateway")...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags faultinject: %v\n%s", err, b)
+	}
+	return out
+}
+
+// consistency is storage and metadata side by side.
+type consistency struct {
+	objects      []string // under ws/
+	records      []string // object keys of file records
+	storedBytes  int64    // workspace_usage, all workspaces
+	recordBytes  int64    // sum of the records' sizes
+	reservations int      // rows, expired or not
+}
+
+func (in *fileInspector) consistency(t *testing.T) consistency {
+	t.Helper()
+	ctx := context.Background()
+	var c consistency
+	objs, err := in.bucket.(backends.Lister).List(ctx, "ws/")
+	if err != nil {
+		t.Fatalf("list bucket: %v", err)
+	}
+	c.objects = objs
+	rows, err := in.db.QueryContext(ctx, `SELECT object_key FROM files ORDER BY object_key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		c.records = append(c.records, k)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for q, into := range map[string]*int64{
+		`SELECT CAST(COALESCE(SUM(stored_bytes), 0) AS BIGINT) FROM workspace_usage`: &c.storedBytes,
+		`SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM files`:                   &c.recordBytes,
+	} {
+		if err := in.db.QueryRowContext(ctx, q).Scan(into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM quota_reservations`).Scan(&c.reservations); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// exact reports whether every object has its record and the reverse, the
+// usage counters match the records, and no reservation is left.
+func (c consistency) exact() bool {
+	return slices.Equal(c.objects, c.records) && c.storedBytes == c.recordBytes && c.reservations == 0
+}
+
+func TestCrashBetweenStoreAndCommit(t *testing.T) {
+	bin := buildGatewayBinary(t)
+	faulty := buildFaultBinary(t)
+	for _, sc := range metadataStores() {
+		t.Run(sc.name, func(t *testing.T) { testCrashBetweenStoreAndCommit(t, bin, faulty, sc) })
+	}
+}
+
+// testCrashBetweenStoreAndCommit: a process killed after storing an
+// upload's object and before writing its record leaves an object without
+// a record and a reservation; the sweeper of the restarted process removes
+// both, leaving storage and quota exactly consistent, and the workspace's
+// whole quota usable.
+func testCrashBetweenStoreAndCommit(t *testing.T, bin, faulty string, sc storeCase) {
+	cfg := crashConfig(t, sc)
+	cfg.Sweeper = config.Sweeper{Interval: 200 * time.Millisecond, Grace: 2 * time.Second, Batch: 100}
+	path := writeCrashConfig(t, cfg)
+	key := fleetKey(t, path, "crash")
+	in := openFileInspector(t, cfg)
+	in.openDB(t, cfg)
+	client := &http.Client{Timeout: 60 * time.Second}
+	quota := int(cfg.Limits.WorkspaceStorageBytes)
+
+	// A file stored before the crash must survive the sweeps.
+	first := launchGateway(t, bin, path, "gateway-first.log")
+	first.waitReady(t)
+	if status, body := uploadTo(t, client, first, key, "kept.txt", fileText(quota/4)); status != http.StatusOK {
+		t.Fatalf("upload before the crash = %d %s", status, body)
+	}
+	first.stop(t)
+
+	t.Setenv("GATEWAY_FAULT", "kill-before-commit")
+	dying := launchGateway(t, faulty, path, "gateway-dying.log")
+	dying.waitReady(t)
+	body, ct := fileForm(fileSingle("lost.txt", fileText(quota/2)))
+	req, err := http.NewRequest(http.MethodPost, dying.base+fileUploadPath, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", ct)
+	if resp, err := client.Do(req); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("the faulty process answered %d %s; want it dead before its commit", resp.StatusCode, b)
+	}
+	<-dying.exited
+	killedAt := time.Now()
+	dying.stopped = true
+	left := in.consistency(t)
+	if len(left.objects) != 2 || len(left.records) != 1 || left.reservations != 1 {
+		t.Fatalf("the crash left objects %v, records %v, %d reservations; want an object without a record and its reservation",
+			left.objects, left.records, left.reservations)
+	}
+
+	second := launchGateway(t, bin, path, "gateway-second.log")
+	second.waitReady(t)
+	var now consistency
+	waitFor(t, cfg.Sweeper.Grace+crashLease+30*time.Second, "the sweeper to make storage and quota consistent", func() bool {
+		now = in.consistency(t)
+		return now.exact()
+	})
+	t.Logf("%s: consistent %v after the kill (grace %v, lease %v, sweeps every %v): objects %v, records %v, stored %d bytes",
+		sc.name, time.Since(killedAt).Round(time.Millisecond), cfg.Sweeper.Grace, crashLease, cfg.Sweeper.Interval,
+		now.objects, now.records, now.storedBytes)
+	if len(now.records) != 1 || now.recordBytes != int64(quota/4) {
+		t.Errorf("records %v (%d bytes) after the sweep, want the one stored before the crash", now.records, now.recordBytes)
+	}
+	if n := second.metric(t, client, `gateway_sweeper_removed_total{kind="object_without_record"}`); n != 1 {
+		t.Errorf("sweeper metric: %v objects without record removed, want 1", n)
+	}
+	// The rest of the quota is usable (less the form's framing, which a
+	// declared Content-Length counts), and no more.
+	rest := quota - quota/4 - 4<<10
+	if status, body := uploadTo(t, client, second, key, "rest.txt", fileText(rest)); status != http.StatusOK {
+		t.Fatalf("upload of the rest of the quota = %d %s", status, body)
+	}
+	if status, body := uploadTo(t, client, second, key, "one-more.txt", fileText(8<<10)); status != http.StatusForbidden {
+		t.Errorf("upload past the quota = %d %s, want 403", status, body)
+	}
+	if c := in.consistency(t); !c.exact() || c.recordBytes != int64(quota/4+rest) {
+		t.Errorf("after filling the quota: %+v", c)
 	}
 }
