@@ -76,7 +76,8 @@ type Object struct {
 }
 
 // Lister is implemented by buckets that can enumerate what they hold. The
-// contract suite and leak checks use it; the gateway itself never lists.
+// sweeper lists to find objects without a record; the contract suite and
+// leak checks use it too. Requests never list.
 type Lister interface {
 	// List returns the keys starting with prefix, sorted. It never returns
 	// temporary or incomplete objects.

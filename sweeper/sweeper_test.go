@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aigateway/gateway/backends"
@@ -292,4 +293,27 @@ func TestSweepCarriesOnPastAFailure(t *testing.T) {
 	if n := testutil.ToFloat64(r.s.failed.WithLabelValues(KindReservation)); n != 1 {
 		t.Errorf("failed reservation sweeps = %v, want 1", n)
 	}
+}
+
+func TestRunSweepsEachIntervalUntilItsContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 10)
+		r.store.expiredReservations = 100
+		ctx, stop := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.s.Run(ctx); close(done) }()
+		// The bubble's clock: three intervals, each jittered by at most a tenth.
+		time.Sleep(3*r.s.cfg.Interval + 3*r.s.cfg.Interval/10 + time.Second)
+		synctest.Wait()
+		if got := r.removed(KindReservation); got != 30 {
+			t.Errorf("%v reservations removed in three intervals, want three passes of 10", got)
+		}
+		stop()
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Fatal("Run still sweeps after its context ended")
+		}
+	})
 }
