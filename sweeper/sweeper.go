@@ -37,6 +37,8 @@ type Store interface {
 	// FilesAfter returns at most limit records on backend with an id after
 	// after, in id order.
 	FilesAfter(ctx context.Context, backend, after string, limit int) ([]files.Record, error)
+	// FileByID returns a record, or files.ErrNotFound.
+	FileByID(ctx context.Context, workspaceID, id string) (files.Record, error)
 }
 
 // Config are the knobs of a Sweeper.
@@ -241,6 +243,14 @@ func (s *Sweeper) checkRecords(ctx context.Context) (int, error) {
 	for _, rec := range recs {
 		_, err := s.bucket.Stat(ctx, rec.ObjectKey)
 		if errors.Is(err, backends.ErrNotFound) {
+			// A file deleted meanwhile loses its object first or just
+			// after: only a record that is still there is missing its object.
+			if _, err := s.store.FileByID(ctx, rec.WorkspaceID, rec.ID); errors.Is(err, files.ErrNotFound) {
+				continue
+			} else if err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			missing++
 			s.missing.Inc()
 			s.log.Error("a file record's object is missing from storage",

@@ -57,6 +57,25 @@ func (s *fakeStore) KnownObjects(_ context.Context, backend string, keys []strin
 	return known, nil
 }
 
+func (s *fakeStore) FileByID(_ context.Context, _, id string) (files.Record, error) {
+	for _, r := range s.records {
+		if r.ID == id {
+			return r, nil
+		}
+	}
+	return files.Record{}, files.ErrNotFound
+}
+
+// deletedDuring is a fakeStore whose records vanish once listed, as a file
+// deleted while the sweeper checks it.
+type deletedDuring struct{ *fakeStore }
+
+func (d deletedDuring) FilesAfter(ctx context.Context, backend, after string, limit int) ([]files.Record, error) {
+	recs, err := d.fakeStore.FilesAfter(ctx, backend, after, limit)
+	d.records = nil
+	return recs, err
+}
+
 func (s *fakeStore) FilesAfter(_ context.Context, backend, after string, limit int) ([]files.Record, error) {
 	if s.err != nil {
 		return nil, s.err
@@ -266,6 +285,16 @@ func TestSweepReportsRecordsWithoutObject(t *testing.T) {
 	}
 	if logs := r.logs.String(); !strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "file-2") {
 		t.Errorf("the missing object was not logged at error level with its file:\n%s", logs)
+	}
+}
+
+func TestSweepIgnoresRecordsDeletedMeanwhile(t *testing.T) {
+	r := newRig(t, 100)
+	r.object("ws/a/deleted-1", 2*grace, true)
+	delete(r.bucket.objects, "ws/a/deleted-1")
+	r.s.store = deletedDuring{r.store}
+	if got := r.s.Sweep(t.Context()); got.Missing != 0 || got.Errors != 0 {
+		t.Errorf("pass = %+v: a file deleted during the check is not missing its object", got)
 	}
 }
 
