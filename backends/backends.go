@@ -84,6 +84,14 @@ type Lister interface {
 	List(ctx context.Context, prefix string) ([]string, error)
 }
 
+// PageLister is implemented by buckets that can list a bounded page of
+// keys, so a walk over a large bucket costs a bounded amount per step.
+type PageLister interface {
+	// ListAfter returns at most limit keys starting with prefix that sort
+	// after after ("" for the first page), sorted.
+	ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error)
+}
+
 // PendingLister is implemented by buckets that keep state for uploads in
 // progress (the fs backend's temporary files, S3 multipart uploads), so
 // tests and operators can check that failed uploads left nothing behind.

@@ -176,15 +176,10 @@ func (s *Sweeper) fail(kind string, err error, r *Result) {
 // finished, and a record is written right after that, so an object
 // without a record that old was left by a process that died in between.
 func (s *Sweeper) sweepObjects(ctx context.Context, l backends.Lister) (int, error) {
-	keys, err := l.List(ctx, ObjectPrefix)
+	batch, last, err := s.nextObjects(ctx, l)
 	if err != nil {
 		return 0, err
 	}
-	start := 0
-	for start < len(keys) && keys[start] <= s.objectCursor {
-		start++
-	}
-	batch := keys[start:min(start+s.cfg.Batch, len(keys))]
 	if len(batch) == 0 {
 		s.objectCursor = ""
 		return 0, nil
@@ -220,10 +215,30 @@ func (s *Sweeper) sweepObjects(ctx context.Context, l backends.Lister) (int, err
 			slog.Int64("size", obj.Size), slog.Time("modified", obj.Modified))
 	}
 	s.objectCursor = batch[len(batch)-1]
-	if start+len(batch) >= len(keys) {
+	if last {
 		s.objectCursor = "" // the next pass starts over
 	}
 	return removed, errors.Join(errs...)
+}
+
+// nextObjects returns the next Batch keys after the cursor, and whether
+// they end the bucket: one bounded page where the bucket can list pages,
+// else from a whole listing.
+func (s *Sweeper) nextObjects(ctx context.Context, l backends.Lister) (batch []string, last bool, err error) {
+	if pl, ok := l.(backends.PageLister); ok {
+		batch, err = pl.ListAfter(ctx, ObjectPrefix, s.objectCursor, s.cfg.Batch)
+		return batch, len(batch) < s.cfg.Batch, err
+	}
+	keys, err := l.List(ctx, ObjectPrefix)
+	if err != nil {
+		return nil, false, err
+	}
+	start := 0
+	for start < len(keys) && keys[start] <= s.objectCursor {
+		start++
+	}
+	end := min(start+s.cfg.Batch, len(keys))
+	return keys[start:end], end == len(keys), nil
 }
 
 // checkRecords checks that the objects of the next Batch file records

@@ -251,23 +251,52 @@ func TestSweepRemovesOldObjectsWithoutRecord(t *testing.T) {
 	}
 }
 
+// pagedBucket lists in bounded pages, and counts the keys it listed.
+type pagedBucket struct {
+	*fakeBucket
+	listed int
+}
+
+func (p *pagedBucket) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	keys, _ := p.List(ctx, prefix)
+	var out []string
+	for _, k := range keys {
+		if k > after && len(out) < limit {
+			out = append(out, k)
+		}
+	}
+	p.listed += len(out)
+	return out, nil
+}
+
 // Each pass checks at most Batch objects, and the cursor walks the whole
-// bucket over several passes before it starts over.
+// bucket over several passes before it starts over; a bucket that lists
+// in pages is never listed whole.
 func TestSweepObjectsIsBoundedPerPass(t *testing.T) {
-	r := newRig(t, 2)
-	for _, k := range []string{"ws/a/o-1", "ws/a/o-2", "ws/a/o-3", "ws/a/o-4", "ws/a/o-5"} {
-		r.object(k, 2*grace, false)
-	}
-	var per []int
-	for range 4 {
-		per = append(per, r.s.Sweep(t.Context()).Objects)
-	}
-	if !slices.Equal(per, []int{2, 2, 1, 0}) {
-		t.Errorf("objects removed per pass %v, want [2 2 1 0]", per)
-	}
-	r.object("ws/a/o-0", 2*grace, false) // sorts before the cursor's last position
-	if n := r.s.Sweep(t.Context()).Objects; n != 1 {
-		t.Errorf("after a full cycle the cursor did not start over: removed %d", n)
+	for _, paged := range []bool{false, true} {
+		r := newRig(t, 2)
+		var pb *pagedBucket
+		if paged {
+			pb = &pagedBucket{fakeBucket: r.bucket}
+			r.s.bucket = pb
+		}
+		for _, k := range []string{"ws/a/o-1", "ws/a/o-2", "ws/a/o-3", "ws/a/o-4", "ws/a/o-5"} {
+			r.object(k, 2*grace, false)
+		}
+		var per []int
+		for range 4 {
+			per = append(per, r.s.Sweep(t.Context()).Objects)
+		}
+		if !slices.Equal(per, []int{2, 2, 1, 0}) {
+			t.Errorf("paged %v: objects removed per pass %v, want [2 2 1 0]", paged, per)
+		}
+		r.object("ws/a/o-0", 2*grace, false) // sorts before the cursor's last position
+		if n := r.s.Sweep(t.Context()).Objects; n != 1 {
+			t.Errorf("paged %v: after a full cycle the cursor did not start over: removed %d", paged, n)
+		}
+		if paged && pb.listed > 5*2 {
+			t.Errorf("listed %d keys in 5 passes of at most 2", pb.listed)
+		}
 	}
 }
 

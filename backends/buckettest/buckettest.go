@@ -56,6 +56,7 @@ func Run(t *testing.T, newBucket func(t *testing.T) backends.Bucket) {
 	t.Run("InvalidKeys", func(t *testing.T) { testInvalidKeys(t, newBucket(t)) })
 	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, newBucket(t)) })
 	t.Run("List", func(t *testing.T) { testList(t, newBucket(t)) })
+	t.Run("ListAfter", func(t *testing.T) { testListAfter(t, newBucket(t)) })
 	t.Run("AbortPending", func(t *testing.T) { testAbortPending(t, newBucket(t)) })
 }
 
@@ -482,6 +483,46 @@ func testList(t *testing.T, b backends.Bucket) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("List(%q) = %q, want %q", tc.prefix, got, tc.want)
 		}
+	}
+}
+
+func testListAfter(t *testing.T, b backends.Bucket) {
+	l, ok := b.(backends.PageLister)
+	if !ok {
+		t.Skip("bucket does not implement backends.PageLister")
+	}
+	ctx := opContext(t)
+	ws := newWorkspace()
+	prefix := "ws/" + ws + "/"
+	var all []string
+	for _, k := range []string{"a/1", "a/2", "b/1", "b/2", "c"} {
+		all = append(all, prefix+k)
+		MustUpload(t, b, prefix+k, Data(1, 10))
+	}
+	var got []string
+	pages := 0
+	for after := ""; ; pages++ {
+		page, err := l.ListAfter(ctx, prefix, after, 2)
+		if err != nil {
+			t.Fatalf("ListAfter(%q): %v", after, err)
+		}
+		if len(page) > 2 {
+			t.Fatalf("ListAfter gave %d keys, more than the limit of 2", len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		after = page[len(page)-1]
+	}
+	if !slices.Equal(got, all) || pages != 3 {
+		t.Errorf("paged %q in %d pages, want %q in 3", got, pages, all)
+	}
+	if page, err := l.ListAfter(ctx, prefix, prefix+"a/1", 10); err != nil || !slices.Equal(page, all[1:]) {
+		t.Errorf("ListAfter(a/1) = %q, %v; want the keys after it", page, err)
+	}
+	if page, err := l.ListAfter(ctx, "zz", "", 10); err != nil || len(page) != 0 {
+		t.Errorf("ListAfter of an empty prefix = %q, %v", page, err)
 	}
 }
 

@@ -334,6 +334,20 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
 	return keys, nil
 }
 
+// ListAfter implements backends.PageLister. The walk is local, so it
+// lists and then pages.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	keys, err := b.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	i, found := slices.BinarySearch(keys, after)
+	if found {
+		i++
+	}
+	return slices.Clone(keys[i:min(i+limit, len(keys))]), nil
+}
+
 // PendingUploads implements backends.PendingLister: the temporary files of
 // uploads in progress (or left by a crash).
 func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
