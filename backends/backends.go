@@ -76,11 +76,20 @@ type Object struct {
 }
 
 // Lister is implemented by buckets that can enumerate what they hold. The
-// contract suite and leak checks use it; the gateway itself never lists.
+// sweeper lists to find objects without a record; the contract suite and
+// leak checks use it too. Requests never list.
 type Lister interface {
 	// List returns the keys starting with prefix, sorted. It never returns
 	// temporary or incomplete objects.
 	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// PageLister is implemented by buckets that can list a bounded page of
+// keys, so a walk over a large bucket costs a bounded amount per step.
+type PageLister interface {
+	// ListAfter returns at most limit keys starting with prefix that sort
+	// after after ("" for the first page), sorted.
+	ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error)
 }
 
 // PendingLister is implemented by buckets that keep state for uploads in
@@ -90,6 +99,15 @@ type PendingLister interface {
 	// PendingUploads describes every unfinished upload, one string each
 	// (a temporary file's path, or "key upload-id"). Empty means none.
 	PendingUploads(ctx context.Context) ([]string, error)
+}
+
+// PendingSweeper is implemented by buckets that keep state for uploads in
+// progress: it removes what uploads of a crashed process left unfinished.
+type PendingSweeper interface {
+	// AbortPending removes at most limit unfinished uploads started (for
+	// the fs backend: last written) before before, and returns how many
+	// it removed. Removing one that is already gone is not an error.
+	AbortPending(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // Checker is implemented by buckets that can tell whether their storage is

@@ -23,6 +23,7 @@ type Config struct {
 	Providers Providers `yaml:"providers"`
 	Limits    Limits    `yaml:"limits"`
 	Files     Files     `yaml:"files"`
+	Sweeper   Sweeper   `yaml:"sweeper"`
 }
 
 // Files configures the read side of the file routes.
@@ -163,8 +164,24 @@ type Limits struct {
 	// UploadBytes is a rolling byte budget per workspace for uploads.
 	UploadBytes ByteBudget `yaml:"upload_bytes"`
 	// UploadsInFlightPerKey caps concurrent uploads of one key.
-	UploadsInFlightPerKey int   `yaml:"uploads_in_flight_per_key"`
-	Rate                  Rates `yaml:"rate"`
+	UploadsInFlightPerKey int `yaml:"uploads_in_flight_per_key"`
+	// UploadLease is how long what an upload holds (its quota reservation,
+	// its in-flight slot) outlives a replica that died mid-upload. Live
+	// uploads renew it every third of it.
+	UploadLease time.Duration `yaml:"upload_lease"`
+	Rate        Rates         `yaml:"rate"`
+}
+
+// Sweeper collects what crashes and lapsed records leave behind; every
+// replica runs one.
+type Sweeper struct {
+	// Interval between passes; 0 turns the sweeper off.
+	Interval time.Duration `yaml:"interval"`
+	// Grace is how old an object without a record, or an unfinished
+	// upload, must be before it is removed. Longer than the longest upload.
+	Grace time.Duration `yaml:"grace"`
+	// Batch bounds the items of each kind one pass handles.
+	Batch int `yaml:"batch"`
 }
 
 // Rates are the request rate limits per route class.
@@ -244,11 +261,13 @@ func Default() Config {
 			OpenAI:    Provider{BaseURL: "https://api.openai.com/v1", Timeout: 10 * time.Minute},
 			Anthropic: Provider{BaseURL: "https://api.anthropic.com", Timeout: 10 * time.Minute},
 		},
+		Sweeper: Sweeper{Interval: time.Minute, Grace: 6 * time.Hour, Batch: 500},
 		Limits: Limits{
 			MaxFileBytes:          104_857_600,
 			WorkspaceStorageBytes: 10 << 30,
 			UploadBytes:           ByteBudget{Bytes: 20 << 30, Per: time.Hour},
 			UploadsInFlightPerKey: 8,
+			UploadLease:           time.Minute,
 			Rate: Rates{
 				Default: Rate{Requests: 600, Per: time.Minute, Burst: 100},
 				Files:   Rate{Requests: 60, Per: time.Minute, Burst: 20},

@@ -28,7 +28,7 @@ func TestParseValues(t *testing.T) {
 	yml := `
 server: {listen: "0.0.0.0:9000", drain_delay: 5s, trusted_proxies: [10.0.0.0/8, 192.168.1.1], lingering_close: {max_bytes: 256MiB}}
 redis: {url: "redis://:${REDIS_PW}@redis:6379/0", replicas_hint: 3}
-limits: {workspace_storage_bytes: 20GiB, upload_bytes: {bytes: 1GB, per: 30m}}
+limits: {workspace_storage_bytes: 20GiB, upload_bytes: {bytes: 1GB, per: 30m}, upload_lease: 90s}
 `
 	env := map[string]string{"REDIS_PW": "s3cret"}
 	cfg, err := Parse([]byte(yml), func(k string) string { return env[k] })
@@ -41,7 +41,7 @@ limits: {workspace_storage_bytes: 20GiB, upload_bytes: {bytes: 1GB, per: 30m}}
 	if got := cfg.Redis.URL; got != "redis://:s3cret@redis:6379/0" {
 		t.Errorf("redis.url = %q, want the variable expanded", got)
 	}
-	if cfg.Limits.WorkspaceStorageBytes != 20<<30 || cfg.Limits.UploadBytes.Bytes != 1_000_000_000 || cfg.Limits.UploadBytes.Per != 30*time.Minute {
+	if cfg.Limits.WorkspaceStorageBytes != 20<<30 || cfg.Limits.UploadLease != 90*time.Second || cfg.Limits.UploadBytes.Bytes != 1_000_000_000 || cfg.Limits.UploadBytes.Per != 30*time.Minute {
 		t.Errorf("limits = %+v", cfg.Limits)
 	}
 	if got := len(cfg.Server.TrustedPrefixes()); got != 2 {
@@ -71,6 +71,9 @@ func TestParseBadFiles(t *testing.T) {
 			"limits.rate.files.requests: must be greater than zero",
 			"server.lingering_close.max_bytes:",
 			"server.lingering_close.timeout: must be greater than zero",
+			"limits.upload_lease: must be at least 3s",
+			"sweeper.grace: must be longer than the longest upload the limits allow (2h51m10s",
+			"sweeper.batch: must be at least 1",
 		}},
 	}
 	for _, tt := range tests {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aigateway/gateway/backends"
 	"gopkg.in/yaml.v3"
@@ -247,6 +248,27 @@ func (c *Config) Validate() error {
 	p.positive("limits.upload_bytes.per", int64(c.Limits.UploadBytes.Per))
 	if c.Limits.UploadsInFlightPerKey < 1 {
 		p.add("limits.uploads_in_flight_per_key", "must be at least 1")
+	}
+	if c.Sweeper.Interval < 0 {
+		p.add("sweeper.interval", "must not be negative (0 turns the sweeper off)")
+	}
+	if c.Sweeper.Batch < 1 {
+		p.add("sweeper.batch", "must be at least 1")
+	}
+	// An unfinished upload older than the grace is taken for a crash's
+	// leftover: the grace must outlast the slowest upload the limits allow.
+	if c.Sweeper.Interval > 0 && c.Server.MinUploadRate > 0 {
+		longest := c.Server.BodyReadTimeout + time.Duration(float64(c.Limits.MaxFileBytes)/float64(c.Server.MinUploadRate)*float64(time.Second))
+		if c.Sweeper.Grace <= longest {
+			p.add("sweeper.grace", "must be longer than the longest upload the limits allow (%v: body_read_timeout + max_file_bytes / min_upload_rate)", longest.Round(time.Second))
+		}
+	} else if c.Sweeper.Interval > 0 && c.Sweeper.Grace <= 0 {
+		p.add("sweeper.grace", "must be positive")
+	}
+	if c.Limits.UploadLease < 3*time.Second {
+		// Renewed every third of it: below a second apart the store is
+		// asked too often, and a slow round trip would lose uploads.
+		p.add("limits.upload_lease", "must be at least 3s")
 	}
 	for name, r := range map[string]Rate{"default": c.Limits.Rate.Default, "files": c.Limits.Rate.Files, "auth_failures": c.Limits.Rate.AuthFailures} {
 		path := "limits.rate." + name

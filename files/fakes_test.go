@@ -28,7 +28,8 @@ type fakeStore struct {
 	keys     map[string][]byte // workspace/provider -> sealed key
 	next     int
 
-	reserveErr, commitErr, releaseErr, keyErr error
+	reserveErr, commitErr, releaseErr, keyErr, renewErr error
+	renewals                                            [][]string // ids of each Renew call
 }
 
 func newFakeStore() *fakeStore {
@@ -50,10 +51,48 @@ func (s *fakeStore) Reserve(_ context.Context, ws string, n, limit int64, ttl ti
 	if held+n > limit {
 		return Reservation{}, ErrQuotaExceeded
 	}
+	return s.add(ws, n, ttl), nil
+}
+
+func (s *fakeStore) add(ws string, n int64, ttl time.Duration) Reservation {
 	s.next++
 	r := Reservation{ID: fmt.Sprintf("res-%d", s.next), WorkspaceID: ws, Bytes: n, ExpiresAt: time.Unix(0, 0).Add(ttl)}
 	s.reserved[r.ID] = r
-	return r, nil
+	return r
+}
+
+func (s *fakeStore) ReserveUpTo(_ context.Context, ws string, n, limit int64, ttl time.Duration) (Reservation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reserveErr != nil {
+		return Reservation{}, s.reserveErr
+	}
+	held := s.stored[ws]
+	for _, r := range s.reserved {
+		if r.WorkspaceID == ws {
+			held += r.Bytes
+		}
+	}
+	if held >= limit {
+		return Reservation{}, ErrQuotaExceeded
+	}
+	return s.add(ws, min(n, limit-held), ttl), nil
+}
+
+func (s *fakeStore) Renew(_ context.Context, ids []string, _ time.Duration) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.renewals = append(s.renewals, slices.Clone(ids))
+	if s.renewErr != nil {
+		return nil, s.renewErr
+	}
+	var alive []string
+	for _, id := range ids {
+		if _, ok := s.reserved[id]; ok {
+			alive = append(alive, id)
+		}
+	}
+	return alive, nil
 }
 
 func (s *fakeStore) Commit(_ context.Context, res Reservation, rec Record) error {

@@ -44,8 +44,9 @@ type Config struct {
 	MaxFileBytes int64
 	// WorkspaceQuota is the most bytes a workspace may hold in native storage.
 	WorkspaceQuota int64
-	// ReservationTTL is how long quota held for an upload lasts if the
-	// replica dies before settling it.
+	// ReservationTTL is the lease of quota held for an upload: how long it
+	// outlives a replica that died before settling it. Live uploads renew it
+	// (see KeepReservations). Default one minute.
 	ReservationTTL time.Duration
 	// Backend names the native storage ("fs", "s3", "gcs") in file records.
 	Backend string
@@ -77,6 +78,7 @@ type Service struct {
 	log        *slog.Logger
 	now        func() time.Time
 	inflight   sync.WaitGroup
+	leases     leaseSet
 }
 
 // Deps are the collaborators of a Service. Opener and Admission may be nil:
@@ -94,7 +96,7 @@ type Deps struct {
 // NewService returns an upload Service.
 func NewService(cfg Config, d Deps) *Service {
 	if cfg.ReservationTTL <= 0 {
-		cfg.ReservationTTL = time.Hour
+		cfg.ReservationTTL = time.Minute
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
@@ -160,7 +162,11 @@ type upload struct {
 	provider  Provider // nil for native storage
 	name      string   // the provider's name
 	res       *Reservation
+	lease     *lease
 	release   func(int64)
+	// partial: the reservation is what was left of the quota, less than a
+	// file may be; the file may not pass it.
+	partial bool
 
 	written   bool
 	committed bool
@@ -209,11 +215,22 @@ func (s *Service) Begin(ctx context.Context, p Params) (_ Upload, err error) {
 	}
 	// Files sent to a BYOK provider count too: the quota bounds what the
 	// gateway keeps records of for the workspace, wherever the bytes are.
-	res, err := s.store.Reserve(ctx, ws, declared, s.cfg.WorkspaceQuota, s.cfg.ReservationTTL)
+	// A body of unknown length takes what is left of the quota, up to a
+	// whole file: it fails on quota only if its bytes really pass it.
+	start := s.now()
+	var res Reservation
+	if p.Declared < 0 {
+		res, err = s.store.ReserveUpTo(ctx, ws, declared, s.cfg.WorkspaceQuota, s.cfg.ReservationTTL)
+	} else {
+		res, err = s.store.Reserve(ctx, ws, declared, s.cfg.WorkspaceQuota, s.cfg.ReservationTTL)
+	}
 	if err != nil {
 		return nil, err
 	}
 	u.res = &res
+	u.partial = p.Declared < 0 && res.Bytes < s.cfg.MaxFileBytes
+	u.lease = &lease{id: res.ID, expires: start.Add(s.cfg.ReservationTTL)}
+	s.leases.add(u.lease)
 	return u, nil
 }
 
@@ -280,7 +297,25 @@ func (u *upload) Write(ctx context.Context, filename string, body io.Reader) err
 	if err := ValidateFilename(filename); err != nil {
 		return err
 	}
-	limited := &limitReader{r: body, left: u.s.cfg.MaxFileBytes, limit: u.s.cfg.MaxFileBytes}
+	if err := u.lease.lost(); err != nil {
+		return err
+	}
+	ctx, unwatch := u.lease.watch(ctx)
+	defer unwatch()
+	if err := u.write(ctx, filename, body); err != nil {
+		if lost := u.lease.lost(); lost != nil {
+			return lost // the cause, not what the stopped transfer made of it
+		}
+		return err
+	}
+	return nil
+}
+
+func (u *upload) write(ctx context.Context, filename string, body io.Reader) error {
+	limited := &limitReader{r: &leaseReader{r: body, l: u.lease}, left: u.s.cfg.MaxFileBytes, limit: u.s.cfg.MaxFileBytes}
+	if u.partial {
+		limited.left, limited.quota = u.res.Bytes, true
+	}
 	tr, err := sniff.NewReader(limited, filename)
 	if err != nil {
 		return err
@@ -316,7 +351,17 @@ func (u *upload) Commit(ctx context.Context, purpose Purpose) (Record, error) {
 		return Record{}, ErrNoFile
 	}
 	u.rec.Purpose = cmp.Or(purpose, DefaultPurpose)
+	if err := u.lease.lost(); err != nil {
+		return Record{}, err
+	}
+	u.s.leases.remove(u.lease)
+	beforeCommit()
 	if err := u.s.store.Commit(ctx, *u.res, u.rec); err != nil {
+		if errors.Is(err, ErrReservationNotFound) {
+			// Lapsed (or swept) while the upload ran: quota can no longer
+			// be promised for these bytes.
+			return Record{}, fmt.Errorf("%w: %w", ErrReservationLost, err)
+		}
 		return Record{}, err // the deferred Abort removes the bytes
 	}
 	u.committed = true
@@ -348,6 +393,7 @@ func (u *upload) Abort(ctx context.Context) {
 		}
 	}
 	if u.res != nil {
+		u.s.leases.remove(u.lease)
 		if err := u.s.store.Release(ctx, *u.res); err != nil && !errors.Is(err, ErrReservationNotFound) {
 			u.s.log.Warn("could not release a quota reservation; it expires by itself",
 				slog.String("reservation", u.res.ID), slog.Any("error", err))
@@ -368,10 +414,15 @@ func (u *upload) finish(_ context.Context, actual int64) {
 	u.s.inflight.Done()
 }
 
+// beforeCommit runs between storing an upload's bytes and writing its
+// record: a fault-injection point that only faultinject builds set (see
+// fault_inject.go); a no-op otherwise.
+var beforeCommit = func() {}
+
 // clientFault reports whether err is the client's file or connection rather
 // than the destination's failure.
 func clientFault(err error) bool {
-	return errors.Is(err, ErrTooLarge) || errors.Is(err, sniff.ErrUnsupportedType) ||
+	return errors.Is(err, ErrTooLarge) || errors.Is(err, ErrQuotaExceeded) || errors.Is(err, sniff.ErrUnsupportedType) ||
 		errors.Is(err, sniff.ErrEmptyFile) || errors.Is(err, context.Canceled)
 }
 
@@ -421,16 +472,18 @@ func (e *TooLargeError) Metadata() map[string]any {
 }
 
 // limitReader fails with *TooLargeError as soon as more than limit bytes
-// arrive, wherever in the stream that happens.
+// arrive, wherever in the stream that happens; or, when quota is set, with
+// ErrQuotaExceeded once more than the left bytes reserved for it arrive.
 type limitReader struct {
 	r     io.Reader
-	left  int64 // starts at limit
+	left  int64 // starts at limit, or at the reservation when quota
 	limit int64
+	quota bool
 }
 
 func (l *limitReader) Read(p []byte) (int, error) {
 	if l.left < 0 {
-		return 0, &TooLargeError{Limit: l.limit}
+		return 0, l.exceeded()
 	}
 	if int64(len(p)) > l.left+1 {
 		p = p[:l.left+1] // one byte past the limit is enough to know
@@ -438,9 +491,30 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.left -= int64(n)
 	if l.left < 0 {
-		return 0, &TooLargeError{Limit: l.limit}
+		return 0, l.exceeded()
 	}
 	return n, err
+}
+
+func (l *limitReader) exceeded() error {
+	if l.quota {
+		return fmt.Errorf("%w: the file is larger than what is left of the workspace's quota", ErrQuotaExceeded)
+	}
+	return &TooLargeError{Limit: l.limit}
+}
+
+// leaseReader stops a transfer at its next read once the upload's lease is
+// lost: a destination that does not watch its context still stops.
+type leaseReader struct {
+	r io.Reader
+	l *lease
+}
+
+func (r *leaseReader) Read(p []byte) (int, error) {
+	if err := r.l.lost(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
 
 // hashingReader counts and hashes what passes through.

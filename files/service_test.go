@@ -620,8 +620,8 @@ func TestNoAdmission(t *testing.T) {
 
 func TestNewServiceDefaults(t *testing.T) {
 	s := NewService(Config{MaxFileBytes: 1}, Deps{})
-	if s.cfg.ReservationTTL != time.Hour || s.log == nil {
-		t.Errorf("ReservationTTL %v, log %v: want an hour and a logger", s.cfg.ReservationTTL, s.log)
+	if s.cfg.ReservationTTL != time.Minute || s.RenewInterval() != 20*time.Second || s.log == nil {
+		t.Errorf("ReservationTTL %v, log %v: want a minute, renewed every 20s, and a logger", s.cfg.ReservationTTL, s.log)
 	}
 }
 
@@ -673,4 +673,52 @@ func tooLargeAt(limit int64) func(*testing.T, error) {
 			t.Errorf("error %v is not a *TooLargeError with limit %d", err, limit)
 		}
 	}
+}
+
+// A body of unknown length into a nearly full workspace reserves what is
+// left, not a whole file: it is stored when it fits, and refused with the
+// quota error (not 413) only when its bytes really pass the quota.
+func TestUnknownSizeReservesWhatIsLeft(t *testing.T) {
+	const left = 100
+	fits := strings.Repeat("x", left-1) + "\n"
+	tests := []struct {
+		name string
+		body string
+		want func(*testing.T, error)
+	}{
+		{"fits", fits, func(t *testing.T, err error) {
+			if err != nil {
+				t.Fatalf("upload of %d bytes with %d left: %v", len(fits), left, err)
+			}
+		}},
+		{"passes the quota", fits + "y\n", all(is(ErrQuotaExceeded), isNot(ErrTooLarge))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t)
+			r.store.stored[aliceDefault] = quota - left
+			_, err := r.upload(t.Context(), Params{Key: aliceKey, Declared: -1}, "a.txt", strings.NewReader(tt.body))
+			tt.want(t, err)
+			if len(r.store.reserved) != 0 {
+				t.Errorf("reservations %v still held", r.store.reserved)
+			}
+			if err != nil && r.bucket.count() != 0 {
+				t.Errorf("a refused upload left %d objects", r.bucket.count())
+			}
+		})
+	}
+	t.Run("declared size keeps the whole check", func(t *testing.T) {
+		r := newRig(t)
+		r.store.stored[aliceDefault] = quota - left
+		if _, err := r.s.Begin(t.Context(), Params{Key: aliceKey, Declared: left + 1}); !errors.Is(err, ErrQuotaExceeded) {
+			t.Errorf("Begin of %d declared bytes with %d left = %v", left+1, left, err)
+		}
+	})
+	t.Run("nothing left", func(t *testing.T) {
+		r := newRig(t)
+		r.store.stored[aliceDefault] = quota
+		if _, err := r.s.Begin(t.Context(), Params{Key: aliceKey, Declared: -1}); !errors.Is(err, ErrQuotaExceeded) {
+			t.Errorf("Begin into a full workspace = %v", err)
+		}
+	})
 }

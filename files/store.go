@@ -3,6 +3,7 @@ package files
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -13,6 +14,11 @@ var (
 	ErrQuotaExceeded = errors.New("workspace storage quota exceeded")
 	// ErrReservationNotFound: the reservation was already settled or expired.
 	ErrReservationNotFound = errors.New("quota reservation not found")
+	// ErrReservationLost: an upload's reservation could not be kept alive
+	// (the store did not answer its renewals, or it was gone); the upload is
+	// stopped and undone rather than run on without quota. It is
+	// ErrStorageUnavailable too: the client may retry.
+	ErrReservationLost = fmt.Errorf("%w: the upload's quota reservation could not be kept", ErrStorageUnavailable)
 	// ErrNoProviderKey: the workspace stored no key for that provider.
 	ErrNoProviderKey = errors.New("no key stored for this provider")
 	// ErrNotFound: no such file record in the workspace.
@@ -52,6 +58,14 @@ type Store interface {
 	// ttl, atomically: stored + reserved + bytes <= limit, or
 	// ErrQuotaExceeded. Expired reservations no longer count.
 	Reserve(ctx context.Context, workspaceID string, bytes, limit int64, ttl time.Duration) (Reservation, error)
+	// ReserveUpTo is Reserve of whatever is left of the quota, at most
+	// bytes: for an upload whose size is unknown until its last byte.
+	// ErrQuotaExceeded when nothing is left.
+	ReserveUpTo(ctx context.Context, workspaceID string, bytes, limit int64, ttl time.Duration) (Reservation, error)
+	// Renew extends every unexpired reservation of ids to expire ttl from
+	// now, in one call, and returns the ids it extended; the others are gone
+	// (settled, released or expired) and are not brought back.
+	Renew(ctx context.Context, ids []string, ttl time.Duration) (renewed []string, err error)
 	// Commit inserts rec and releases the reservation in one transaction, so
 	// the record's size replaces the reserved bytes. ErrReservationNotFound
 	// when it was already settled or expired (the upload must then be undone).

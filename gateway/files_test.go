@@ -350,6 +350,11 @@ func TestUploadRefusals(t *testing.T) {
 			status: 503, begun: true},
 		{name: "the record is refused", body: form(filePart("a.txt", "x")), setup: func(f *fakeFiles) { f.up.commitErr = files.ErrQuotaExceeded },
 			status: 403, begun: true},
+		{name: "the reservation's lease was lost", body: form(filePart("a.txt", "x")), setup: func(f *fakeFiles) { f.up.writeErr = files.ErrReservationLost },
+			status: 503, begun: true},
+		{name: "a chunked file passes the quota", body: form(filePart("a.txt", "x")), setup: func(f *fakeFiles) {
+			f.up.writeErr = fmt.Errorf("%w: past what is left", files.ErrQuotaExceeded)
+		}, status: 403, begun: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

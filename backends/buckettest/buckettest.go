@@ -57,6 +57,76 @@ func Run(t *testing.T, newBucket func(t *testing.T) backends.Bucket) {
 	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, newBucket(t)) })
 	t.Run("List", func(t *testing.T) { testList(t, newBucket(t)) })
 	t.Run("OpenRange", func(t *testing.T) { testOpenRange(t, newBucket(t)) })
+	t.Run("ListAfter", func(t *testing.T) { testListAfter(t, newBucket(t)) })
+	t.Run("AbortPending", func(t *testing.T) { testAbortPending(t, newBucket(t)) })
+}
+
+// heldReader yields n bytes, then blocks until release is closed and fails.
+type heldReader struct {
+	data    []byte
+	release chan struct{}
+}
+
+func (h *heldReader) Read(p []byte) (int, error) {
+	if len(h.data) > 0 {
+		n := copy(p, h.data)
+		h.data = h.data[n:]
+		return n, nil
+	}
+	<-h.release
+	return 0, errors.New("test reader released")
+}
+
+// testAbortPending: an unfinished upload (the state a crashed process
+// leaves) is removed by AbortPending once it is older than the cutoff, and
+// only then; the upload it belonged to leaves nothing either.
+func testAbortPending(t *testing.T, b backends.Bucket) {
+	ps, ok := b.(backends.PendingSweeper)
+	pl, lists := b.(backends.PendingLister)
+	if !ok || !lists {
+		t.Skip("the bucket keeps no state for unfinished uploads")
+	}
+	ctx := opContext(t)
+	// More than one S3 part, so a multipart upload exists.
+	r := &heldReader{data: Data(7, 6<<20), release: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Upload(ctx, newWorkspace()+"/held", r, -1, backends.UploadOptions{})
+		done <- err
+	}()
+	released := false
+	defer func() {
+		if !released {
+			close(r.release)
+			<-done
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pending, err := pl.PendingUploads(ctx)
+		if err == nil && len(pending) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pending upload within 30s (last error %v)", err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+	if n, err := ps.AbortPending(ctx, time.Now().Add(-time.Hour), 10); err != nil || n != 0 {
+		t.Errorf("AbortPending of uploads older than an hour = %d, %v; want 0 (it is newer)", n, err)
+	}
+	if n, err := ps.AbortPending(ctx, time.Now().Add(time.Hour), 10); err != nil || n < 1 {
+		t.Errorf("AbortPending of everything = %d, %v; want the pending upload", n, err)
+	}
+	if pending, err := pl.PendingUploads(ctx); err != nil || len(pending) != 0 {
+		t.Errorf("after AbortPending: pending %q, %v", pending, err)
+	}
+	close(r.release)
+	released = true
+	if err := <-done; err == nil {
+		t.Errorf("an upload whose pending state was removed reported success")
+	}
+	NoLeftovers(t, b)
 }
 
 func testRoundTrip(t *testing.T, b backends.Bucket) {
@@ -414,6 +484,46 @@ func testList(t *testing.T, b backends.Bucket) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("List(%q) = %q, want %q", tc.prefix, got, tc.want)
 		}
+	}
+}
+
+func testListAfter(t *testing.T, b backends.Bucket) {
+	l, ok := b.(backends.PageLister)
+	if !ok {
+		t.Skip("bucket does not implement backends.PageLister")
+	}
+	ctx := opContext(t)
+	ws := newWorkspace()
+	prefix := "ws/" + ws + "/"
+	var all []string
+	for _, k := range []string{"a/1", "a/2", "b/1", "b/2", "c"} {
+		all = append(all, prefix+k)
+		MustUpload(t, b, prefix+k, Data(1, 10))
+	}
+	var got []string
+	pages := 0
+	for after := ""; ; pages++ {
+		page, err := l.ListAfter(ctx, prefix, after, 2)
+		if err != nil {
+			t.Fatalf("ListAfter(%q): %v", after, err)
+		}
+		if len(page) > 2 {
+			t.Fatalf("ListAfter gave %d keys, more than the limit of 2", len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		after = page[len(page)-1]
+	}
+	if !slices.Equal(got, all) || pages != 3 {
+		t.Errorf("paged %q in %d pages, want %q in 3", got, pages, all)
+	}
+	if page, err := l.ListAfter(ctx, prefix, prefix+"a/1", 10); err != nil || !slices.Equal(page, all[1:]) {
+		t.Errorf("ListAfter(a/1) = %q, %v; want the keys after it", page, err)
+	}
+	if page, err := l.ListAfter(ctx, "zz", "", 10); err != nil || len(page) != 0 {
+		t.Errorf("ListAfter of an empty prefix = %q, %v", page, err)
 	}
 }
 

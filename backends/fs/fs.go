@@ -363,6 +363,20 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
 	return keys, nil
 }
 
+// ListAfter implements backends.PageLister. The walk is local, so it
+// lists and then pages.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	keys, err := b.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	i, found := slices.BinarySearch(keys, after)
+	if found {
+		i++
+	}
+	return slices.Clone(keys[i:min(i+limit, len(keys))]), nil
+}
+
 // PendingUploads implements backends.PendingLister: the temporary files of
 // uploads in progress (or left by a crash).
 func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
@@ -375,6 +389,33 @@ func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
 		out = append(out, path.Join(tmpDir, e.Name()))
 	}
 	return out, nil
+}
+
+// AbortPending implements backends.PendingSweeper: the temporary files
+// last written before before (a live upload writes its own all along).
+func (b *Bucket) AbortPending(ctx context.Context, before time.Time, limit int) (int, error) {
+	entries, err := iofs.ReadDir(b.root.FS(), tmpDir)
+	if err != nil {
+		return 0, fmt.Errorf("fs: list %s: %w", tmpDir, classify(err))
+	}
+	removed := 0
+	for _, e := range entries {
+		if removed >= limit {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(before) {
+			continue // gone meanwhile, or still being written
+		}
+		if err := b.root.RemoveAll(path.Join(tmpDir, e.Name())); err != nil {
+			return removed, fmt.Errorf("fs: remove %s: %w", e.Name(), classify(err))
+		}
+		removed++
+	}
+	return removed, nil
 }
 
 // Check implements backends.Checker: the root and its temporary directory

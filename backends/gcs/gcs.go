@@ -342,6 +342,33 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
 	}
 }
 
+// ListAfter implements backends.PageLister: objects from after on (the
+// query's StartOffset includes it, so it is skipped), stopping at limit.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	q := &storage.Query{Prefix: b.name(prefix)}
+	if after != "" {
+		q.StartOffset = b.name(after)
+	}
+	if err := q.SetAttrSelection([]string{"Name"}); err != nil {
+		return nil, fmt.Errorf("gcs: list %q: %w", prefix, err)
+	}
+	it := b.reads.Objects(ctx, q)
+	var keys []string
+	for len(keys) < limit {
+		attrs, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gcs: list %q after %q: %w", prefix, after, classify(err))
+		}
+		if k := strings.TrimPrefix(attrs.Name, b.cfg.Prefix); k > after {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
 // Check implements backends.Checker by reading the bucket's attributes.
 func (b *Bucket) Check(ctx context.Context) error {
 	if err := b.open(); err != nil {

@@ -639,6 +639,30 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
 	return keys, nil
 }
 
+// ListAfter implements backends.PageLister with one ListObjectsV2 request
+// per page (S3 orders keys by their bytes, as Go compares strings).
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	in := &s3.ListObjectsV2Input{Bucket: b.bucket, Prefix: b.key(prefix), MaxKeys: aws.Int32(int32(min(limit, 1000)))}
+	if after != "" {
+		in.StartAfter = b.key(after)
+	}
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(b.client, in)
+	for p.HasMorePages() && len(keys) < limit {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("s3: list %q after %q: %w", prefix, after, classify(err))
+		}
+		for _, o := range page.Contents {
+			k := strings.TrimPrefix(aws.ToString(o.Key), b.cfg.Prefix)
+			if !strings.HasSuffix(k, "/") && len(keys) < limit {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys, nil
+}
+
 // PendingUploads implements backends.PendingLister: the multipart uploads
 // in progress under the prefix, as "key upload-id".
 func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
@@ -654,6 +678,36 @@ func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// AbortPending implements backends.PendingSweeper: the multipart uploads
+// under the prefix initiated before before.
+func (b *Bucket) AbortPending(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := b.open(); err != nil {
+		return 0, fmt.Errorf("s3: abort pending: %w", err)
+	}
+	p := s3.NewListMultipartUploadsPaginator(b.client, &s3.ListMultipartUploadsInput{Bucket: b.bucket, Prefix: b.key("")})
+	removed := 0
+	for p.HasMorePages() && removed < limit {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return removed, fmt.Errorf("s3: list multipart uploads: %w", classify(err))
+		}
+		for _, u := range page.Uploads {
+			if removed >= limit {
+				break
+			}
+			if u.Initiated == nil || !u.Initiated.Before(before) {
+				continue
+			}
+			key := strings.TrimPrefix(aws.ToString(u.Key), b.cfg.Prefix)
+			if _, err := b.abortOnce(ctx, key, aws.ToString(u.UploadId)); err != nil {
+				return removed, fmt.Errorf("s3: abort multipart upload of %s: %w", key, err)
+			}
+			removed++
+		}
+	}
+	return removed, nil
 }
 
 // Check implements backends.Checker with HeadBucket.

@@ -23,6 +23,11 @@ import (
 // counts what is left. The reservation expires at the store's clock + ttl.
 func (s *Store) Reserve(ctx context.Context, workspaceID string, bytes, limit int64, ttl time.Duration) (_ files.Reservation, err error) {
 	defer s.classify(&err)
+	return s.reserve(ctx, workspaceID, bytes, false, limit, ttl)
+}
+
+// reserve is Reserve, or with upTo ReserveUpTo.
+func (s *Store) reserve(ctx context.Context, workspaceID string, bytes int64, upTo bool, limit int64, ttl time.Duration) (_ files.Reservation, err error) {
 	if bytes < 0 || ttl <= 0 {
 		return files.Reservation{}, invalidf("reserve %d bytes for %v", bytes, ttl)
 	}
@@ -61,12 +66,16 @@ func (s *Store) Reserve(ctx context.Context, workspaceID string, bytes, limit in
 			return fmt.Errorf("sqlstore: reserve: %w", err)
 		}
 		// Written as a subtraction so huge values cannot overflow past the check.
-		if bytes > limit-stored-reserved {
+		left := limit - stored - reserved
+		if upTo && left > 0 {
+			res.Bytes = min(bytes, left)
+		}
+		if res.Bytes > left || (upTo && left <= 0) {
 			return &QuotaError{Limit: limit, Stored: stored, Reserved: reserved, Requested: bytes}
 		}
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO quota_reservations (id, workspace_id, bytes, expires_at) VALUES ($1, $2, $3, $4)`,
-			res.ID, wsID, bytes, s.d.ts(res.ExpiresAt)); err != nil {
+			res.ID, wsID, res.Bytes, s.d.ts(res.ExpiresAt)); err != nil {
 			return fmt.Errorf("sqlstore: reserve: %w", err)
 		}
 		return nil

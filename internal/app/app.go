@@ -21,6 +21,7 @@ import (
 	"github.com/aigateway/gateway/gateway"
 	"github.com/aigateway/gateway/gateway/accesslog"
 	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/sweeper"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -119,20 +120,38 @@ func (a *App) build(ctx context.Context) error {
 	}
 
 	workspaces := workspace.NewService(st, catalogModels{a.catalog})
+	keyring := byok.NewKeyring(sealer, providers...)
 	a.files = files.NewService(files.Config{
 		MaxFileBytes:   int64(cfg.Limits.MaxFileBytes),
 		WorkspaceQuota: int64(cfg.Limits.WorkspaceStorageBytes),
+		ReservationTTL: cfg.Limits.UploadLease,
 		Backend:        cfg.Storage.Backend,
 	}, files.Deps{
-		Store: st, Keys: st, Bucket: bucket, Opener: byok.NewKeyring(sealer, providers...),
+		Store: st, Keys: st, Bucket: bucket, Opener: keyring,
 		Workspaces: workspaces, Admission: limits.admission, Log: slogOf(log),
 	})
 	reader, err := files.NewReadService(files.ReadConfig{Downloadable: cfg.Files.Downloadable, CursorKey: cursorKey}, files.ReadDeps{
-		Catalog: st, Keys: st, Bucket: bucket, Opener: byok.NewKeyring(sealer, providers...),
+		Catalog: st, Keys: st, Bucket: bucket, Opener: keyring,
 		Workspaces: workspaces, Log: slogOf(log),
 	})
 	if err != nil {
 		return err
+	}
+
+	// Closed after the uploads have finished (Close runs after
+	// WaitUploads), so the last of them keep their reservations.
+	renewCtx, stopRenewing := context.WithCancel(context.Background())
+	renewing := make(chan struct{})
+	go func() { a.files.KeepReservations(renewCtx); close(renewing) }()
+	a.closers = append(a.closers, func() error { stopRenewing(); <-renewing; return nil })
+
+	if sc := cfg.Sweeper; sc.Interval > 0 {
+		sw := sweeper.New(sweeper.Config{Interval: sc.Interval, Grace: sc.Grace, Batch: sc.Batch, Backend: cfg.Storage.Backend},
+			st, bucket, slogOf(log), reg)
+		sweepCtx, stopSweeping := context.WithCancel(context.Background())
+		sweeping := make(chan struct{})
+		go func() { sw.Run(sweepCtx); close(sweeping) }()
+		a.closers = append(a.closers, func() error { stopSweeping(); <-sweeping; return nil })
 	}
 
 	a.api = gateway.New(gateway.Options{

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/files"
@@ -14,10 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
-
-// uploadLeaseTTL is how long an upload's in-flight lease outlives a replica
-// that died mid-upload; live uploads renew it.
-const uploadLeaseTTL = time.Minute
 
 // limitSet is the wired rate limiting: per-request limits for the HTTP
 // layer and the upload admission for the file service.
@@ -79,7 +74,7 @@ func openLimits(cfg config.Config, log *zap.Logger, reg prometheus.Registerer, c
 		InFlight:    inflight,
 		Bytes:       byteBudget(cfg.Limits.UploadBytes),
 		MaxInFlight: cfg.Limits.UploadsInFlightPerKey,
-		LeaseTTL:    uploadLeaseTTL,
+		LeaseTTL:    cfg.Limits.UploadLease,
 	}
 	if cfg.Limits.Rate.On() {
 		set.requests = &gateway.RateLimits{

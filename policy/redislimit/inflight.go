@@ -66,8 +66,9 @@ return 1
 
 // InFlight shares in-flight leases between replicas through Redis: one
 // sorted set per key, changed only by atomic scripts, so max holds across
-// the fleet. A held lease is renewed every ttl/3 in the background until
-// released; if the holder dies, its lease expires after ttl.
+// the fleet. One renewer per InFlight extends every lease it holds in a
+// single pipelined round trip every ttl/3, until each is released; if the
+// holder dies, its leases expire after ttl.
 //
 // It is safe for concurrent use. Redis failures are returned wrapped in
 // policy.ErrLimiterUnavailable; Failover.InFlight fails open instead.
@@ -78,6 +79,10 @@ type InFlight struct {
 	// request's context may be gone.
 	releaseTimeout time.Duration
 	now            func() time.Time // tests only: replaces Redis TIME
+
+	mu       sync.Mutex
+	held     map[*lease]struct{}
+	renewing bool // the renewer runs while leases are held
 }
 
 var _ policy.InFlight = (*InFlight)(nil)
@@ -88,7 +93,7 @@ func NewInFlight(client redis.UniversalClient, prefix string) *InFlight {
 	if prefix == "" {
 		prefix = DefaultInFlightKeyPrefix
 	}
-	return &InFlight{client: client, prefix: prefix, releaseTimeout: time.Second}
+	return &InFlight{client: client, prefix: prefix, releaseTimeout: time.Second, held: make(map[*lease]struct{})}
 }
 
 // Acquire implements InFlight with one round trip. The returned release
@@ -108,8 +113,8 @@ func (r *InFlight) Acquire(ctx context.Context, key string, max int, ttl time.Du
 	if n != 1 {
 		return noRelease, false, nil
 	}
-	l := &lease{r: r, key: rkey, id: id, ttlMS: ttlMS, stop: make(chan struct{}), done: make(chan struct{})}
-	go l.renew(time.Duration(max64(int64(time.Millisecond), int64(ttl)/3)))
+	l := &lease{r: r, key: rkey, id: id, ttlMS: ttlMS}
+	r.hold(l)
 	return l.release, true, nil
 }
 
@@ -120,6 +125,74 @@ func (r *InFlight) nowArg() string {
 	return strconv.FormatInt(r.now().UnixMilli(), 10)
 }
 
+// hold adds l to the leases renewed, starting the renewer if it is idle.
+func (r *InFlight) hold(l *lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held[l] = struct{}{}
+	if !r.renewing {
+		r.renewing = true
+		go r.renew()
+	}
+}
+
+// drop stops renewing l.
+func (r *InFlight) drop(l *lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.held, l)
+}
+
+// due returns the leases held and the interval to the next renewal (a
+// third of the shortest ttl among them); ok is false, and the renewer
+// stops, when none are held.
+func (r *InFlight) due() (leases []*lease, every time.Duration, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.held) == 0 {
+		r.renewing = false
+		return nil, 0, false
+	}
+	every = time.Duration(1<<63 - 1)
+	for l := range r.held {
+		leases = append(leases, l)
+		every = min(every, time.Duration(l.ttlMS)*time.Millisecond/3)
+	}
+	return leases, max(every, time.Millisecond), true
+}
+
+// renew extends every held lease, all in one pipelined round trip per
+// interval, until none is held. A lease found gone (expired, or removed)
+// is no longer renewed: its slot may have been given away. Failed rounds
+// are retried at the next interval: Redis may be back before the leases
+// expire.
+func (r *InFlight) renew() {
+	_, every, ok := r.due()
+	for ok {
+		time.Sleep(every) // the renewal period itself, not synchronisation
+		var leases []*lease
+		if leases, every, ok = r.due(); !ok {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), min(every, r.releaseTimeout))
+		pipe := r.client.Pipeline()
+		cmds := make([]*redis.Cmd, len(leases))
+		for i, l := range leases {
+			cmds[i] = renewScript.Eval(ctx, pipe, []string{l.key}, l.id, l.ttlMS, r.nowArg())
+		}
+		_, err := pipe.Exec(ctx)
+		cancel()
+		if errors.Is(err, redis.ErrClosed) {
+			return // the client is closed; the leases expire by themselves
+		}
+		for i, l := range leases {
+			if n, err := cmds[i].Int(); err == nil && n == 0 {
+				r.drop(l)
+			}
+		}
+	}
+}
+
 // lease is one held slot.
 type lease struct {
 	r     *InFlight
@@ -127,39 +200,16 @@ type lease struct {
 	id    string
 	ttlMS int64
 	once  sync.Once
-	stop  chan struct{}
-	done  chan struct{}
-}
-
-// renew extends the lease every interval until release or until the lease
-// is found gone. Failed renewals are retried at the next tick: Redis may be
-// back before the lease expires.
-func (l *lease) renew(every time.Duration) {
-	defer close(l.done)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), min(every, l.r.releaseTimeout))
-		n, err := renewScript.Run(ctx, l.r.client, []string{l.key}, l.id, l.ttlMS, l.r.nowArg()).Int()
-		cancel()
-		if (err == nil && n == 0) || errors.Is(err, redis.ErrClosed) {
-			return
-		}
-	}
 }
 
 func (l *lease) release() {
 	l.once.Do(func() {
-		close(l.stop)
-		<-l.done // no renewal may land after the removal
+		l.r.drop(l)
 		ctx, cancel := context.WithTimeout(context.Background(), l.r.releaseTimeout)
 		defer cancel()
-		// A failed removal leaves the lease to expire after its ttl.
+		// A failed removal leaves the lease to expire after its ttl. A
+		// renewal already in flight may land first; it cannot re-add the
+		// lease (renewScript only extends one that exists).
 		_ = l.r.client.ZRem(ctx, l.key, l.id).Err()
 	})
 }

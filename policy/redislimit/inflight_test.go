@@ -2,10 +2,13 @@ package redislimit
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aigateway/gateway/policy/limitertest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestRedisInFlightSharedAcrossInstances: two replicas (two clients) share
@@ -119,4 +122,69 @@ func TestRedisInFlightRenewal(t *testing.T) {
 		t.Fatal("slot not free after release")
 	}
 	rel2()
+}
+
+// pipelineCounter counts the pipelines a client sends and the commands in
+// them.
+type pipelineCounter struct {
+	mu                  sync.Mutex
+	pipelines, commands int
+}
+
+func (c *pipelineCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+
+func (c *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.mu.Lock()
+		c.pipelines++
+		c.commands += len(cmds)
+		c.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func (c *pipelineCounter) counts() (int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pipelines, c.commands
+}
+
+// TestRedisInFlightRenewalIsBatched: the leases one replica holds are
+// renewed together, one round trip per interval, not one per lease.
+func TestRedisInFlightRenewalIsBatched(t *testing.T) {
+	client, prefix := sharedRedis(t)
+	counter := &pipelineCounter{}
+	client.AddHook(counter)
+	in := NewInFlight(client, prefix)
+	ctx := context.Background()
+	const ttl, leases = 300 * time.Millisecond, 6
+	var releases []func()
+	for i := range leases {
+		rel, ok, err := in.Acquire(ctx, fmt.Sprintf("k%d", i), 1, ttl)
+		if err != nil || !ok {
+			t.Fatalf("lease %d: %v %v", i, ok, err)
+		}
+		releases = append(releases, rel)
+	}
+	deadline := time.Now().Add(3 * ttl)
+	for time.Now().Before(deadline) {
+		time.Sleep(ttl / 2) // letting time pass is the point here
+	}
+	pipelines, commands := counter.counts()
+	for _, rel := range releases {
+		rel()
+	}
+	// Three ttls are about nine renewal intervals.
+	if pipelines < 3 || pipelines > 12 || commands != pipelines*leases {
+		t.Errorf("%d pipelines of %d renewals for %d leases over %v: want one pipeline of all leases per interval",
+			pipelines, commands, leases, 3*ttl)
+	}
+	for i := range leases {
+		if n := client.Exists(ctx, fmt.Sprintf("%sk%d", prefix, i)).Val(); n != 0 {
+			t.Errorf("lease %d left behind after release", i)
+		}
+	}
 }
