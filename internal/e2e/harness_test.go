@@ -33,6 +33,8 @@ type testGateway struct {
 	rt         *app.Runtime
 	app        *app.App
 	srv        *httptest.Server
+	// client checks every answer against the OpenAPI document.
+	client *http.Client
 }
 
 // storeCase is one metadata store the black-box suites run against.
@@ -122,7 +124,7 @@ func startGateway(t *testing.T, cfg config.Config) *testGateway {
 		_ = a.Close()
 		_ = rt.Close()
 	})
-	return &testGateway{URL: srv.URL, ConfigPath: path, Config: cfg, rt: rt, app: a, srv: srv}
+	return &testGateway{URL: srv.URL, ConfigPath: path, Config: cfg, rt: rt, app: a, srv: srv, client: contractClient(t, srv.URL, nil)}
 }
 
 // buildApp opens the runtime and builds the gateway on cfg as `serve` does;
@@ -223,7 +225,7 @@ func (g *testGateway) do(t *testing.T, method, path, key string, body io.Reader,
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := g.client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

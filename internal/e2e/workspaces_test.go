@@ -95,7 +95,7 @@ func wsSend(g *testGateway, method, path, key string, body io.Reader, header htt
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := g.client.Do(req)
 	if err != nil {
 		return wsReply{}, err
 	}
