@@ -243,12 +243,14 @@ func TestHarnessServesAndAuthenticates(t *testing.T) {
 			cfg := testConfig(t)
 			sc.configure(t, &cfg)
 			g := startGateway(t, cfg)
-			key := g.newKey(t, "alice")
-			resp, body := g.do(t, "GET", "/api/v1/model/openai/gpt-4o", key, nil, nil)
-			if resp.StatusCode != 200 {
-				t.Fatalf("model lookup = %d %s", resp.StatusCode, body)
+			ctx := context.Background()
+			if _, err := g.newClient(t, g.newKey(t, "alice")).GetModel(ctx, "openai/gpt-4o"); err != nil {
+				t.Fatalf("model lookup: %v", err)
 			}
-			resp, _ = g.do(t, "GET", "/api/v1/model/openai/gpt-4o", "", nil, nil)
+			_, err := g.newClient(t, "sk-gw-unknown.secret").GetModel(ctx, "openai/gpt-4o")
+			apiError(t, err, http.StatusUnauthorized)
+			// No key at all is raw HTTP: the client always sends one.
+			resp, _ := g.do(t, "GET", "/api/v1/model/openai/gpt-4o", "", nil, nil)
 			if resp.StatusCode != 401 {
 				t.Fatalf("unauthenticated lookup = %d, want 401", resp.StatusCode)
 			}
