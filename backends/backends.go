@@ -240,3 +240,13 @@ func (b *Body) Cause(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// RangeOpener is implemented by buckets that can read part of an object
+// without reading what comes before it (downloads with a Range header).
+type RangeOpener interface {
+	// OpenRange returns the bytes [offset, offset+length) of key; the caller
+	// must close it. offset must be within the object and length at least 1;
+	// a range running past the end is cut at the end. A missing key is
+	// ErrNotFound. Memory does not depend on offset or length.
+	OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+}

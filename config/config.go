@@ -22,6 +22,16 @@ type Config struct {
 	Storage   Storage   `yaml:"storage"`
 	Providers Providers `yaml:"providers"`
 	Limits    Limits    `yaml:"limits"`
+	Files     Files     `yaml:"files"`
+}
+
+// Files configures the read side of the file routes.
+type Files struct {
+	// Downloadable lets every key read back the content of uploaded files
+	// (GET /files/{id}/content) and says so in every File's downloadable.
+	// Off by default, as in the public service: then only service keys
+	// may read content.
+	Downloadable bool `yaml:"downloadable"`
 }
 
 // Server configures the HTTP listener. There is deliberately no global write

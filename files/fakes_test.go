@@ -2,11 +2,13 @@ package files
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -203,6 +205,8 @@ type fakeProvider struct {
 	deleted   []string
 	uploadErr error // returned after reading the whole body
 	deleteErr error
+	listErr   error
+	listed    []ProviderListQuery
 	next      int
 }
 
@@ -235,20 +239,66 @@ func (p *fakeProvider) Delete(_ context.Context, id string) error {
 	if p.deleteErr != nil {
 		return p.deleteErr
 	}
+	if _, ok := p.files[id]; !ok {
+		return fmt.Errorf("fake provider: %w", ErrNotFound)
+	}
 	delete(p.files, id)
 	return nil
 }
 
-func (p *fakeProvider) List(context.Context, ProviderListQuery) (ProviderPage, error) {
-	return ProviderPage{}, errors.New("fakeProvider: List not faked")
+// List pages through the provider's files by id (ids grow with uploads,
+// so id order is upload order).
+func (p *fakeProvider) List(_ context.Context, q ProviderListQuery) (ProviderPage, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.listErr != nil {
+		return ProviderPage{}, p.listErr
+	}
+	ids := make([]string, 0, len(p.files))
+	for id := range p.files {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(len(a), len(b))*2 + cmp.Compare(a, b) })
+	if !q.Ascending {
+		slices.Reverse(ids)
+	}
+	if q.AfterID != "" {
+		i := slices.Index(ids, q.AfterID)
+		ids = ids[i+1:]
+	}
+	var page ProviderPage
+	for _, id := range ids {
+		if len(page.Files) == q.Limit {
+			page.HasMore = true
+			break
+		}
+		page.Files = append(page.Files, p.info(id))
+	}
+	p.listed = append(p.listed, q)
+	return page, nil
 }
 
-func (p *fakeProvider) Stat(context.Context, string) (ProviderFileInfo, error) {
-	return ProviderFileInfo{}, errors.New("fakeProvider: Stat not faked")
+func (p *fakeProvider) info(id string) ProviderFileInfo {
+	return ProviderFileInfo{ID: id, Filename: id + ".txt", Size: int64(len(p.files[id])), CreatedAt: time.Unix(1700000000, 0).UTC(), Downloadable: true}
 }
 
-func (p *fakeProvider) Content(context.Context, string) (ProviderContent, error) {
-	return ProviderContent{}, errors.New("fakeProvider: Content not faked")
+func (p *fakeProvider) Stat(_ context.Context, id string) (ProviderFileInfo, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.files[id]; !ok {
+		return ProviderFileInfo{}, fmt.Errorf("fake provider: %w", ErrNotFound)
+	}
+	return p.info(id), nil
+}
+
+func (p *fakeProvider) Content(_ context.Context, id string) (ProviderContent, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	data, ok := p.files[id]
+	if !ok {
+		return ProviderContent{}, fmt.Errorf("fake provider: %w", ErrNotFound)
+	}
+	return ProviderContent{Body: io.NopCloser(bytes.NewReader(data)), ContentType: "text/plain", Length: int64(len(data))}, nil
 }
 
 // fakeOpener "unseals" a key by reading it as plain text, for the

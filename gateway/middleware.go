@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"io"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
@@ -43,6 +44,24 @@ func (e *exchange) Write(p []byte) (int, error) {
 	}
 	n, err := e.ResponseWriter.Write(p)
 	e.bytes += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps the real writer's io.ReaderFrom reachable through the
+// wrapper, so a download from a local file is sent with sendfile(2) rather
+// than copied through a buffer.
+func (e *exchange) ReadFrom(src io.Reader) (int64, error) {
+	if !e.wrote {
+		e.status, e.wrote = http.StatusOK, true
+	}
+	var n int64
+	var err error
+	if rf, ok := e.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{e.ResponseWriter}, src)
+	}
+	e.bytes += n
 	return n, err
 }
 

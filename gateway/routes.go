@@ -26,11 +26,13 @@ type Authenticator interface {
 // Options are the dependencies of the API. Nil services leave their routes
 // answering 503, so a partly wired gateway still speaks the envelope.
 type Options struct {
-	Log            *zap.Logger
-	Auth           Authenticator
-	Catalog        CatalogSource
-	Workspaces     WorkspaceService
-	Files          FileService
+	Log        *zap.Logger
+	Auth       Authenticator
+	Catalog    CatalogSource
+	Workspaces WorkspaceService
+	Files      FileService
+	// FileReader serves the list, metadata, delete and download routes.
+	FileReader     FileReader
 	Limits         *RateLimits
 	Registry       *prometheus.Registry
 	TrustedProxies []netip.Prefix
@@ -58,6 +60,7 @@ type API struct {
 	catalog    CatalogSource
 	workspaces WorkspaceService
 	files      FileService
+	reader     FileReader
 	limits     *RateLimits
 	metrics    *httpMetrics
 	registry   *prometheus.Registry
@@ -88,6 +91,7 @@ func New(o Options) *API {
 		catalog:       o.Catalog,
 		workspaces:    o.Workspaces,
 		files:         o.Files,
+		reader:        o.FileReader,
 		limits:        o.Limits,
 		metrics:       newHTTPMetrics(reg),
 		registry:      reg,
@@ -142,7 +146,14 @@ func (a *API) Handler() http.Handler {
 			r.Delete(apiPrefix+"/workspaces/{id}", a.adapt(a.deleteWorkspace))
 		})
 
-		r.With(a.rateLimit(policy.ClassFiles)).Post(apiPrefix+"/files", a.adapt(a.uploadFile))
+		r.Group(func(r chi.Router) {
+			r.Use(a.rateLimit(policy.ClassFiles))
+			r.Post(apiPrefix+"/files", a.adapt(a.uploadFile))
+			r.Get(apiPrefix+"/files", a.adapt(a.listFiles))
+			r.Get(apiPrefix+"/files/{id}", a.adapt(a.getFile))
+			r.Delete(apiPrefix+"/files/{id}", a.adapt(a.deleteFile))
+			r.Get(apiPrefix+"/files/{id}/content", a.adapt(a.fileContent))
+		})
 	})
 	return r
 }

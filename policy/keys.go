@@ -22,10 +22,15 @@ const (
 	// RoleStandard keys belong to one workspace and call model lookup and
 	// file upload.
 	RoleStandard Role = "standard"
+	// RoleService keys are for the other gateway components, which must
+	// read a file to use it in a request: they look up models and list and
+	// read (metadata and content) the files of every workspace of their
+	// user, whatever files.downloadable says, and do nothing else.
+	RoleService Role = "service"
 )
 
 // Valid reports whether r is a known role.
-func (r Role) Valid() bool { return r == RoleManagement || r == RoleStandard }
+func (r Role) Valid() bool { return r == RoleManagement || r == RoleStandard || r == RoleService }
 
 // KeyPrefix starts every secret key, so leaked keys can be found by secret
 // scanners. The full format is "sk-gw-<id>.<secret>": id is the public key id

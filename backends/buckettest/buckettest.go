@@ -56,6 +56,7 @@ func Run(t *testing.T, newBucket func(t *testing.T) backends.Bucket) {
 	t.Run("InvalidKeys", func(t *testing.T) { testInvalidKeys(t, newBucket(t)) })
 	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, newBucket(t)) })
 	t.Run("List", func(t *testing.T) { testList(t, newBucket(t)) })
+	t.Run("OpenRange", func(t *testing.T) { testOpenRange(t, newBucket(t)) })
 }
 
 func testRoundTrip(t *testing.T, b backends.Bucket) {
@@ -598,5 +599,44 @@ func Unreachable(t *testing.T, b interface {
 	}
 	if err := b.Check(ctx); !errors.Is(err, backends.ErrUnavailable) {
 		t.Errorf("Check = %v, want ErrUnavailable", err)
+	}
+}
+
+// testOpenRange: every bucket reads a part of an object, from any offset,
+// cut at the object's end, and answers a missing key with ErrNotFound.
+func testOpenRange(t *testing.T, b backends.Bucket) {
+	ro, ok := b.(backends.RangeOpener)
+	if !ok {
+		t.Fatalf("%T does not implement backends.RangeOpener", b)
+	}
+	ctx := opContext(t)
+	key := "ws/" + newWorkspace() + "/ranged"
+	data := Data(42, partSize+1000)
+	if _, err := b.Upload(ctx, key, ChunkedReader(data), int64(len(data)), backends.UploadOptions{}); err != nil {
+		t.Fatalf("Upload: %v", err)
+	}
+	n := int64(len(data))
+	for _, r := range []struct{ offset, length int64 }{
+		{0, 1}, {0, n}, {1, 10}, {n - 1, 1}, {partSize - 5, 10}, {n - 10, 100}, {12345, MiB},
+	} {
+		rc, err := ro.OpenRange(ctx, key, r.offset, r.length)
+		if err != nil {
+			t.Fatalf("OpenRange(%d, %d): %v", r.offset, r.length, err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatalf("OpenRange(%d, %d): read: %v", r.offset, r.length, err)
+		}
+		want := data[r.offset:min(n, r.offset+r.length)]
+		if !bytes.Equal(got, want) {
+			t.Errorf("OpenRange(%d, %d) = %d bytes, want %d bytes equal to the object's", r.offset, r.length, len(got), len(want))
+		}
+	}
+	if _, err := ro.OpenRange(ctx, "ws/"+newWorkspace()+"/missing", 0, 1); !errors.Is(err, backends.ErrNotFound) {
+		t.Errorf("OpenRange of a missing key = %v, want ErrNotFound", err)
+	}
+	if _, err := ro.OpenRange(ctx, "../escape", 0, 1); !errors.Is(err, backends.ErrInvalidKey) {
+		t.Errorf("OpenRange of an invalid key = %v, want ErrInvalidKey", err)
 	}
 }

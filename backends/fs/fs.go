@@ -260,6 +260,35 @@ func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	return f, nil
 }
 
+// OpenRange implements backends.RangeOpener: a seek, then a bounded read of
+// the same open file.
+func (b *Bucket) OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	if offset < 0 || length < 1 {
+		return nil, fmt.Errorf("fs: open %s: invalid range %d+%d", key, offset, length)
+	}
+	rc, err := b.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	f := rc.(*os.File)
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fs: open %s: %w", key, classify(err))
+	}
+	return &rangeReader{LimitedReader: &io.LimitedReader{R: f, N: length}, f: f}, nil
+}
+
+// rangeReader reads a range of an open file. Unwrap hands the limited
+// *os.File to a copier that can send it with sendfile(2) (net/http does
+// for an *io.LimitedReader of an *os.File).
+type rangeReader struct {
+	*io.LimitedReader
+	f *os.File
+}
+
+func (r *rangeReader) Close() error      { return r.f.Close() }
+func (r *rangeReader) Unwrap() io.Reader { return r.LimitedReader }
+
 // Stat implements backends.Bucket.
 func (b *Bucket) Stat(ctx context.Context, key string) (backends.Object, error) {
 	if err := backends.ValidateKey(key); err != nil {

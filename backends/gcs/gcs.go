@@ -270,6 +270,24 @@ func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	return r, nil
 }
 
+// OpenRange implements backends.RangeOpener.
+func (b *Bucket) OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	if err := backends.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if offset < 0 || length < 1 {
+		return nil, fmt.Errorf("gcs: open %s: invalid range %d+%d", key, offset, length)
+	}
+	if err := b.open(); err != nil {
+		return nil, fmt.Errorf("gcs: open %s: %w", key, err)
+	}
+	r, err := b.reads.Object(b.name(key)).NewRangeReader(ctx, offset, length)
+	if err != nil {
+		return nil, fmt.Errorf("gcs: open %s: %w", key, classify(err))
+	}
+	return r, nil
+}
+
 // Stat implements backends.Bucket.
 func (b *Bucket) Stat(ctx context.Context, key string) (backends.Object, error) {
 	if err := backends.ValidateKey(key); err != nil {

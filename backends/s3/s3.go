@@ -560,6 +560,26 @@ func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	return out.Body, nil
 }
 
+// OpenRange implements backends.RangeOpener with an HTTP Range request.
+func (b *Bucket) OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	if err := backends.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if offset < 0 || length < 1 {
+		return nil, fmt.Errorf("s3: open %s: invalid range %d+%d", key, offset, length)
+	}
+	if err := b.open(); err != nil {
+		return nil, fmt.Errorf("s3: open %s: %w", key, err)
+	}
+	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: b.bucket, Key: b.key(key), Range: aws.String(fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("s3: open %s: %w", key, classify(err))
+	}
+	return out.Body, nil
+}
+
 // Stat implements backends.Bucket.
 func (b *Bucket) Stat(ctx context.Context, key string) (backends.Object, error) {
 	if err := backends.ValidateKey(key); err != nil {

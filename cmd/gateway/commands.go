@@ -73,6 +73,7 @@ func keysCreate(ctx context.Context, args []string, e env) error {
 	name := fs.String("name", "", "a label for the key")
 	user := fs.String("user", "", "the id of the user the key belongs to")
 	management := fs.Bool("management", false, "make a management key (workspaces)")
+	service := fs.Bool("service", false, "make a service key (for other gateway components: model lookups, reading the files of every workspace of the user)")
 	ws := fs.String("workspace", "", "workspace id or slug of a standard key (default: the user's default workspace)")
 	models := fs.String("models", "", "comma-separated model ids the key may look up (default: all)")
 	if err := fs.Parse(args); err != nil {
@@ -85,7 +86,10 @@ func keysCreate(ctx context.Context, args []string, e env) error {
 	if !validUserID(*user) {
 		problems = append(problems, "--user is required (1 to 128 characters of letters, digits, '-', '_', '.', '@')")
 	}
-	if *management && *ws != "" {
+	if *management && *service {
+		problems = append(problems, "--management and --service exclude each other")
+	}
+	if (*management || *service) && *ws != "" {
 		problems = append(problems, "--workspace applies to standard keys only")
 	}
 	allow, err := parseModels(*models)
@@ -96,8 +100,11 @@ func keysCreate(ctx context.Context, args []string, e env) error {
 		return errors.New(strings.Join(problems, "; "))
 	}
 	req := app.KeyRequest{Name: *name, User: *user, Role: policy.RoleStandard, Workspace: *ws, Models: allow}
-	if *management {
+	switch {
+	case *management:
 		req.Role = policy.RoleManagement
+	case *service:
+		req.Role = policy.RoleService
 	}
 
 	rt, err := openRuntime(ctx, *path, e)

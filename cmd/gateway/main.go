@@ -1,7 +1,7 @@
 // Command gateway runs the edge API gateway and its operator commands.
 //
 //	gateway serve  --config FILE
-//	gateway keys create --config FILE --name N --user U [--management] [--workspace ID|SLUG] [--models a/b,c/d]
+//	gateway keys create --config FILE --name N --user U [--management|--service] [--workspace ID|SLUG] [--models a/b,c/d]
 //	gateway byok set --config FILE --workspace ID --provider openai|anthropic   (key on stdin)
 //	gateway migrate --config FILE
 package main
@@ -45,7 +45,7 @@ type env struct {
 
 const usage = `usage:
   gateway serve [--config FILE]
-  gateway keys create [--config FILE] --name NAME --user USER [--management] [--workspace ID|SLUG] [--models a/b,c/d]
+  gateway keys create [--config FILE] --name NAME --user USER [--management|--service] [--workspace ID|SLUG] [--models a/b,c/d]
   gateway byok set [--config FILE] --workspace ID --provider openai|anthropic   (reads the key from stdin)
   gateway migrate [--config FILE]`
 

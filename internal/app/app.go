@@ -78,7 +78,15 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.closers = append(a.closers, bucket.Close)
 
-	sealer, err := a.rt.sealer()
+	sealingKey, err := a.rt.sealingKey()
+	if err != nil {
+		return err
+	}
+	sealer, err := byok.NewSealer(sealingKey)
+	if err != nil {
+		return err
+	}
+	cursorKey, err := fileCursorKey(sealingKey)
 	if err != nil {
 		return err
 	}
@@ -117,6 +125,13 @@ func (a *App) build(ctx context.Context) error {
 		Store: st, Keys: st, Bucket: bucket, Opener: byok.NewKeyring(sealer, providers...),
 		Workspaces: workspaces, Admission: limits.admission, Log: slogOf(log),
 	})
+	reader, err := files.NewReadService(files.ReadConfig{Downloadable: cfg.Files.Downloadable, CursorKey: cursorKey}, files.ReadDeps{
+		Catalog: st, Keys: st, Bucket: bucket, Opener: byok.NewKeyring(sealer, providers...),
+		Workspaces: workspaces, Log: slogOf(log),
+	})
+	if err != nil {
+		return err
+	}
 
 	a.api = gateway.New(gateway.Options{
 		Log:             log,
@@ -124,6 +139,7 @@ func (a *App) build(ctx context.Context) error {
 		Catalog:         a.catalog,
 		Workspaces:      workspaces,
 		Files:           a.files,
+		FileReader:      reader,
 		Limits:          limits.requests,
 		Registry:        reg,
 		TrustedProxies:  cfg.Server.TrustedPrefixes(),

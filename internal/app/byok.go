@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -51,6 +53,16 @@ func (rt *Runtime) SetProviderKey(ctx context.Context, workspaceID, provider str
 // embedded default a key is generated once beside the SQLite database;
 // replicas sharing PostgreSQL must all be given the same key.
 func (rt *Runtime) sealer() (*byok.Sealer, error) {
+	key, err := rt.sealingKey()
+	if err != nil {
+		return nil, err
+	}
+	return byok.NewSealer(key)
+}
+
+// sealingKey is the key behind sealer. Other server secrets are derived
+// from it (fileCursorKey), so a deployment has one secret to keep.
+func (rt *Runtime) sealingKey() ([]byte, error) {
 	dataDir := ""
 	if rt.Config.Metadata.Driver == "sqlite" {
 		dataDir = filepath.Dir(rt.Config.Metadata.DSN)
@@ -58,9 +70,13 @@ func (rt *Runtime) sealer() (*byok.Sealer, error) {
 			return nil, fmt.Errorf("data directory: %w", err)
 		}
 	}
-	key, err := byok.LoadKey(rt.getenv, dataDir, rt.Log)
-	if err != nil {
-		return nil, err
-	}
-	return byok.NewSealer(key)
+	return byok.LoadKey(rt.getenv, dataDir, rt.Log)
+}
+
+// fileCursorKey signs the cursors of file listings. It is derived from the
+// sealing key with HKDF under its own label, so every replica given the
+// same sealing key accepts the others' cursors, and a cursor's tag says
+// nothing about the sealing key.
+func fileCursorKey(sealingKey []byte) ([]byte, error) {
+	return hkdf.Key(sha256.New, sealingKey, nil, "gateway files list cursor v1", 32)
 }

@@ -1,0 +1,632 @@
+package files
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aigateway/gateway/backends"
+	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/workspace"
+	"github.com/google/uuid"
+)
+
+// Errors of the read side.
+var (
+	// ErrNotDownloadable: the deployment does not let clients read back
+	// what they uploaded (files.downloadable is false), and the key is not
+	// a service key. 400 "File is not downloadable".
+	ErrNotDownloadable = errors.New("file is not downloadable")
+	// ErrInvalidParam: a query or path parameter is malformed; the error is
+	// a *ParamError naming it.
+	ErrInvalidParam = errors.New("invalid parameter")
+)
+
+// ParamError names the malformed parameter and what is wrong with it.
+type ParamError struct {
+	Param   string
+	Problem string
+}
+
+func (e *ParamError) Error() string { return e.Param + ": " + e.Problem }
+func (e *ParamError) Unwrap() error { return ErrInvalidParam }
+
+// Metadata names the parameter, in the shape of the other 400s.
+func (e *ParamError) Metadata() map[string]any {
+	return map[string]any{"fields": map[string]any{e.Param: e.Problem}}
+}
+
+func paramError(param, problem string) error { return &ParamError{Param: param, Problem: problem} }
+
+// Page sizes of a listing.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+)
+
+// ReadConfig configures the read side.
+type ReadConfig struct {
+	// Downloadable lets every key read back the content of uploads
+	// (files.downloadable); service keys always may.
+	Downloadable bool
+	// CursorKey signs listing cursors. Replicas must share it. At least 32
+	// bytes.
+	CursorKey []byte
+}
+
+// ReadDeps are the collaborators of a ReadService. Opener may be nil: the
+// provider routes then answer ErrUnknownProvider.
+type ReadDeps struct {
+	Catalog    Catalog
+	Keys       ProviderKeys
+	Bucket     backends.Bucket
+	Opener     Opener
+	Workspaces Workspaces
+	Log        *slog.Logger
+}
+
+// ReadService lists, describes, deletes and serves stored files, on the
+// gateway's own storage and on the providers. It applies the access rules
+// of uploads: a file of a workspace the key cannot use does not exist for
+// it, and a workspace_id it cannot use is ErrWorkspaceForbidden. It is safe
+// for concurrent use.
+type ReadService struct {
+	cfg     ReadConfig
+	d       ReadDeps
+	cursors cursorSigner
+}
+
+// NewReadService returns a ReadService. It fails when the cursor key is
+// shorter than 32 bytes.
+func NewReadService(cfg ReadConfig, d ReadDeps) (*ReadService, error) {
+	if len(cfg.CursorKey) < 32 {
+		return nil, errors.New("files: the cursor key must hold at least 32 bytes")
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	return &ReadService{cfg: cfg, d: d, cursors: cursorSigner{key: cfg.CursorKey}}, nil
+}
+
+// Target names the workspace and destination of a request, as the query
+// parameters workspace_id and provider do.
+type Target struct {
+	Key         *policy.APIKey
+	WorkspaceID string
+	Provider    string // "" for the gateway's own storage
+}
+
+// ListParams are the paging parameters of a listing, raw from the query.
+// At most one of Cursor, After, AfterID and BeforeID may be set.
+type ListParams struct {
+	Target
+	Limit string // "" for DefaultListLimit
+	Order string // "asc" | "desc" | ""; the default is newest first
+	// Cursor continues a previous page of ours; After (OpenAI) and AfterID
+	// (Anthropic) continue after a file id; BeforeID pages back from one.
+	Cursor, After, AfterID, BeforeID string
+}
+
+// File is a file as the routes show it.
+type File struct {
+	Record
+	// Downloadable says whether the file's content may be read by keys
+	// other than service keys.
+	Downloadable bool
+}
+
+// Page is one page of a listing, in the order asked for.
+type Page struct {
+	Files   []File
+	HasMore bool
+	// Cursor continues after the last file; "" on the last page.
+	Cursor string
+}
+
+// List returns one page of the target's files.
+//
+// Errors: *ParamError for a malformed limit, order, cursor (also one made
+// for another workspace, destination or order) or id parameter;
+// ErrInvalidWorkspaceID, ErrWorkspaceForbidden; ErrUnknownProvider,
+// ErrNoProviderKey; the provider's and the catalog's failures.
+func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
+	limit, asc, err := parsePaging(p)
+	if err != nil {
+		return Page{}, err
+	}
+	ws, err := s.workspace(ctx, p.Target, false)
+	if err != nil {
+		return Page{}, err
+	}
+	var start *Position
+	backward := false
+	switch {
+	case p.Cursor != "":
+		c, err := s.cursors.open(p.Cursor)
+		if err != nil || c.Workspace != ws || c.Provider != p.Provider {
+			return Page{}, paramError("cursor", "not a cursor of this listing")
+		}
+		if p.Order != "" && c.Ascending != asc {
+			return Page{}, paramError("order", "differs from the cursor's")
+		}
+		asc, start = c.Ascending, &c.Position
+	case p.After != "" || p.AfterID != "" || p.BeforeID != "":
+		param, id := "after", p.After
+		if p.AfterID != "" {
+			param, id = "after_id", p.AfterID
+		}
+		if p.BeforeID != "" {
+			param, id, backward = "before_id", p.BeforeID, true
+		}
+		if !ValidFileID(id) {
+			return Page{}, paramError(param, "malformed file id")
+		}
+		if p.Provider != "" {
+			start = &Position{ID: id}
+			break
+		}
+		rec, err := s.d.Catalog.FileByID(ctx, ws, id)
+		if errors.Is(err, ErrNotFound) {
+			return Page{}, paramError(param, "no such file")
+		}
+		if err != nil {
+			return Page{}, err
+		}
+		start = &Position{CreatedAt: rec.CreatedAt, ID: rec.ID}
+	}
+	if p.Provider != "" {
+		return s.listProvider(ctx, ws, p.Provider, limit, asc, start, backward)
+	}
+	// Paging back from a file is paging forward in the other order, then
+	// turning the page around.
+	page, err := s.d.Catalog.ListFiles(ctx, ListQuery{WorkspaceID: ws, Limit: limit, Ascending: asc != backward, After: start})
+	if err != nil {
+		return Page{}, err
+	}
+	out := Page{Files: make([]File, len(page.Records)), HasMore: page.HasMore}
+	for i, r := range page.Records {
+		j := i
+		if backward {
+			j = len(page.Records) - 1 - i
+		}
+		out.Files[j] = s.file(r)
+	}
+	if page.HasMore && !backward {
+		last := page.Records[len(page.Records)-1]
+		out.Cursor = s.cursors.seal(cursor{Workspace: ws, Ascending: asc, Position: Position{CreatedAt: last.CreatedAt, ID: last.ID}})
+	}
+	return out, nil
+}
+
+func (s *ReadService) listProvider(ctx context.Context, ws, name string, limit int, asc bool, start *Position, backward bool) (Page, error) {
+	prov, err := s.provider(ctx, ws, name)
+	if err != nil {
+		return Page{}, err
+	}
+	q := ProviderListQuery{Limit: limit, Ascending: asc}
+	if start != nil {
+		if backward {
+			q.BeforeID = start.ID
+		} else {
+			q.AfterID = start.ID
+		}
+	}
+	pp, err := prov.List(ctx, q)
+	if err != nil {
+		return Page{}, providerReadError(err)
+	}
+	out := Page{Files: make([]File, len(pp.Files)), HasMore: pp.HasMore}
+	for i, f := range pp.Files {
+		out.Files[i] = providerFile(ws, name, f)
+	}
+	if pp.HasMore && !backward && len(pp.Files) > 0 {
+		out.Cursor = s.cursors.seal(cursor{Workspace: ws, Provider: name, Ascending: asc, Position: Position{ID: pp.Files[len(pp.Files)-1].ID}})
+	}
+	return out, nil
+}
+
+// parsePaging reads limit and order.
+func parsePaging(p ListParams) (limit int, asc bool, err error) {
+	limit = DefaultListLimit
+	if p.Limit != "" {
+		n, err := strconv.Atoi(p.Limit)
+		if err != nil || n < 1 || n > MaxListLimit {
+			return 0, false, paramError("limit", fmt.Sprintf("must be an integer from 1 to %d", MaxListLimit))
+		}
+		limit = n
+	}
+	switch p.Order {
+	case "", "desc":
+	case "asc":
+		asc = true
+	default:
+		return 0, false, paramError("order", "must be asc or desc")
+	}
+	set := 0
+	for _, v := range []string{p.Cursor, p.After, p.AfterID, p.BeforeID} {
+		if v != "" {
+			set++
+		}
+	}
+	if set > 1 {
+		return 0, false, paramError("cursor", "use only one of cursor, after, after_id and before_id")
+	}
+	return limit, asc, nil
+}
+
+// ValidFileID reports whether id can be a file id: ours (file-…) or a
+// provider's (OpenAI's file-…, Anthropic's file_…), 1 to 128 letters,
+// digits, '-' and '_'. Anything else cannot name a file and is refused
+// before it reaches a store or a provider's URL.
+func ValidFileID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// FileParams name one file.
+type FileParams struct {
+	Target
+	ID string
+}
+
+// Get describes one file. A file of another workspace, an unknown id and
+// a deleted file are all ErrNotFound. Errors as List, and *ParamError
+// naming file_id for a malformed id.
+func (s *ReadService) Get(ctx context.Context, p FileParams) (File, error) {
+	ws, err := s.fileWorkspace(ctx, p, false)
+	if err != nil {
+		return File{}, err
+	}
+	if p.Provider != "" {
+		prov, err := s.provider(ctx, ws, p.Provider)
+		if err != nil {
+			return File{}, err
+		}
+		info, err := prov.Stat(ctx, p.ID)
+		if err != nil {
+			return File{}, providerReadError(err)
+		}
+		return providerFile(ws, p.Provider, info), nil
+	}
+	rec, err := s.d.Catalog.FileByID(ctx, ws, p.ID)
+	if err != nil {
+		return File{}, err
+	}
+	return s.file(rec), nil
+}
+
+// Delete removes one file and gives its bytes back to the workspace's
+// quota. On our storage the record goes first, in one transaction with
+// the quota, then the object: a crash between the two leaves an object
+// without a record, which the storage sweeper collects, never a record
+// without its object. A file at a provider goes at the provider first,
+// then our record of it (if any); the provider not knowing it while we
+// still hold a record counts as deleted, so a retry completes.
+//
+// Errors: policy.ErrForbidden for a service key; ErrNotFound (also for the
+// loser of two concurrent deletes); errors as Get.
+func (s *ReadService) Delete(ctx context.Context, p FileParams) error {
+	ws, err := s.fileWorkspace(ctx, p, true)
+	if err != nil {
+		return err
+	}
+	provider := p.Provider
+	if provider == "" {
+		rec, err := s.d.Catalog.FileByID(ctx, ws, p.ID)
+		if err != nil {
+			return err
+		}
+		if IsProvider(rec.Backend) {
+			provider = rec.Backend // uploaded with provider=: its bytes are there
+		}
+	}
+	if provider != "" {
+		prov, err := s.provider(ctx, ws, provider)
+		if err != nil {
+			return err
+		}
+		provErr := prov.Delete(ctx, p.ID)
+		if provErr != nil && !errors.Is(provErr, ErrNotFound) {
+			return providerReadError(provErr)
+		}
+		_, err = s.d.Catalog.DeleteFile(ctx, ws, p.ID)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrNotFound):
+			return providerReadError(provErr) // nil when the provider deleted it
+		default:
+			return err
+		}
+	}
+	rec, err := s.d.Catalog.DeleteFile(ctx, ws, p.ID)
+	if err != nil {
+		return err
+	}
+	// The record is gone and the quota given back: the answer is success
+	// whatever happens to the object now.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := s.d.Bucket.Delete(ctx, rec.ObjectKey); err != nil {
+		s.d.Log.Error("could not remove the object of a deleted file; the sweeper collects it",
+			slog.String("file_id", rec.ID), slog.String("object", rec.ObjectKey), slog.Any("error", err))
+	}
+	s.d.Log.Info("file deleted", slog.String("file_id", rec.ID), slog.String("workspace_id", ws),
+		slog.String("key_id", p.Key.ID), slog.Int64("size", rec.Size))
+	return nil
+}
+
+// Content is a file's bytes, ready to be served.
+type Content struct {
+	File File
+	// Size is the length in bytes; -1 when a provider did not say.
+	Size        int64
+	ContentType string
+	// SHA256 is the hex digest of the bytes, "" when unknown (providers).
+	SHA256 string
+
+	open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)
+	body io.ReadCloser
+}
+
+// RangedContent is content of a known size whose parts open can read.
+func RangedContent(f File, contentType, sha256 string, size int64, open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)) *Content {
+	return &Content{File: f, Size: size, ContentType: contentType, SHA256: sha256, open: open}
+}
+
+// StreamContent is content read once from body, of length bytes (-1:
+// unknown).
+func StreamContent(f File, contentType string, length int64, body io.ReadCloser) *Content {
+	return &Content{File: f, Size: length, ContentType: contentType, body: body}
+}
+
+// Ranged reports whether parts of the content can be read (OpenRange).
+func (c *Content) Ranged() bool { return c.open != nil }
+
+// OpenRange reads [offset, offset+length) of a Ranged content; offset
+// within the content and length at least 1.
+func (c *Content) OpenRange(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+	if c.open == nil {
+		return nil, errors.New("files: content cannot be read in ranges")
+	}
+	rc, err := c.open(ctx, offset, length)
+	if err != nil {
+		return nil, storageReadError(err)
+	}
+	return rc, nil
+}
+
+// Body is the whole content. For a provider file it is the stream already
+// opened; the caller closes it.
+func (c *Content) Body(ctx context.Context) (io.ReadCloser, error) {
+	if c.body != nil {
+		return c.body, nil
+	}
+	if c.Size == 0 {
+		return io.NopCloser(eofReader{}), nil
+	}
+	return c.OpenRange(ctx, 0, c.Size)
+}
+
+// Close releases a provider's stream that was not read.
+func (c *Content) Close() error {
+	if c.body != nil {
+		return c.body.Close()
+	}
+	return nil
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// Open prepares the content of one file. Only a service key may read the
+// content of an upload when the deployment's files.downloadable is false
+// (ErrNotDownloadable). The caller closes the Content.
+func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) {
+	ws, err := s.fileWorkspace(ctx, p, false)
+	if err != nil {
+		return nil, err
+	}
+	provider, rec := p.Provider, Record{}
+	if provider == "" {
+		if rec, err = s.d.Catalog.FileByID(ctx, ws, p.ID); err != nil {
+			return nil, err
+		}
+		if !s.cfg.Downloadable && p.Key.Role != policy.RoleService {
+			return nil, ErrNotDownloadable
+		}
+		if IsProvider(rec.Backend) {
+			provider = rec.Backend
+		}
+	}
+	if provider != "" {
+		prov, err := s.provider(ctx, ws, provider)
+		if err != nil {
+			return nil, err
+		}
+		pc, err := prov.Content(ctx, p.ID)
+		if err != nil {
+			return nil, providerReadError(err)
+		}
+		f := File{Record: Record{ID: p.ID, WorkspaceID: ws, Backend: provider, MimeType: pc.ContentType}}
+		if rec.ID != "" {
+			f.Record = rec
+		}
+		return StreamContent(f, cmp.Or(pc.ContentType, rec.MimeType, "application/octet-stream"), pc.Length, pc.Body), nil
+	}
+	key := rec.ObjectKey
+	open := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+		return openRangeBySkipping(ctx, s.d.Bucket, key, offset, length)
+	}
+	if ro, ok := s.d.Bucket.(backends.RangeOpener); ok {
+		open = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+			return ro.OpenRange(ctx, key, offset, length)
+		}
+	}
+	return RangedContent(s.file(rec), rec.MimeType, rec.SHA256, rec.Size, open), nil
+}
+
+// openRangeBySkipping reads a range of a bucket that cannot seek: the bytes
+// before it are read and dropped, in constant memory.
+func openRangeBySkipping(ctx context.Context, b backends.Bucket, key string, offset, length int64) (io.ReadCloser, error) {
+	rc, err := b.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.CopyN(io.Discard, rc, offset); err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(rc, length), rc}, nil
+}
+
+// file is rec as shown, with the deployment's downloadable flag.
+func (s *ReadService) file(rec Record) File {
+	return File{Record: rec, Downloadable: s.cfg.Downloadable && !IsProvider(rec.Backend)}
+}
+
+// providerFile is a provider's description of one of its files as shown.
+func providerFile(ws, provider string, f ProviderFileInfo) File {
+	return File{
+		Record: Record{
+			ID: f.ID, WorkspaceID: ws, Filename: f.Filename, MimeType: f.MimeType, Size: f.Size,
+			Backend: provider, ObjectKey: f.ID, Purpose: Purpose(f.Purpose), CreatedAt: f.CreatedAt,
+		},
+		Downloadable: f.Downloadable,
+	}
+}
+
+// fileWorkspace checks the id and resolves the workspace of a one-file
+// request.
+func (s *ReadService) fileWorkspace(ctx context.Context, p FileParams, write bool) (string, error) {
+	if !ValidFileID(p.ID) {
+		return "", paramError("file_id", "malformed file id")
+	}
+	return s.workspace(ctx, p.Target, write)
+}
+
+// workspace resolves the workspace of a request and checks the provider
+// name. Standard keys use their own workspace; management and service keys
+// any workspace of their user (default: the user's default workspace).
+// Service keys only read: a write is policy.ErrForbidden.
+func (s *ReadService) workspace(ctx context.Context, t Target, write bool) (string, error) {
+	k := t.Key
+	if write && k.Role == policy.RoleService {
+		return "", policy.ErrForbidden
+	}
+	if t.Provider != "" && !IsProvider(t.Provider) {
+		return "", ErrUnknownProvider
+	}
+	var requested string
+	if t.WorkspaceID != "" {
+		id, err := uuid.Parse(t.WorkspaceID)
+		if err != nil || len(t.WorkspaceID) != 36 {
+			return "", ErrInvalidWorkspaceID
+		}
+		requested = id.String()
+	}
+	if k.Role == policy.RoleStandard {
+		own := k.WorkspaceID
+		if own == "" {
+			w, err := s.d.Workspaces.Default(ctx, k.UserID)
+			if err != nil {
+				return "", err
+			}
+			own = w.ID
+		}
+		if requested != "" && requested != own {
+			return "", ErrWorkspaceForbidden
+		}
+		return own, nil
+	}
+	if k.Role != policy.RoleManagement && k.Role != policy.RoleService {
+		return "", policy.ErrForbidden
+	}
+	if requested == "" {
+		w, err := s.d.Workspaces.Default(ctx, k.UserID)
+		return w.ID, err
+	}
+	w, err := s.d.Workspaces.Get(ctx, k.UserID, requested)
+	if err != nil {
+		if errors.Is(err, workspace.ErrNotFound) {
+			return "", ErrWorkspaceForbidden
+		}
+		return "", err
+	}
+	return w.ID, nil
+}
+
+// provider opens the client of provider name with ws's stored key.
+func (s *ReadService) provider(ctx context.Context, ws, name string) (Provider, error) {
+	if !IsProvider(name) || s.d.Opener == nil {
+		return nil, ErrUnknownProvider
+	}
+	sealed, err := s.d.Keys.ProviderKey(ctx, ws, name)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := s.d.Opener.Open(ws, name, sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open stored %s key of workspace %s: %w", name, ws, err)
+	}
+	return prov, nil
+}
+
+// providerReadError classifies a provider's failure on the read routes: its
+// not-found and rate limit are the client's answers; anything else is the
+// provider's error (502) or timeout (504).
+func providerReadError(err error) error {
+	var rl *RateLimitedError
+	if errors.As(err, &rl) {
+		return &throttled{err: err, after: rl.RetryAfter}
+	}
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrProviderRateLimited) ||
+		errors.Is(err, context.Canceled) {
+		return err
+	}
+	return providerError(err)
+}
+
+// throttled is a provider's 429 carrying its Retry-After to the edge.
+type throttled struct {
+	err   error
+	after time.Duration
+}
+
+func (e *throttled) Error() string { return e.err.Error() }
+func (e *throttled) Unwrap() error { return e.err }
+
+// RetryAfterSeconds is the provider's Retry-After, rounded up; 1 when it
+// sent none.
+func (e *throttled) RetryAfterSeconds() int {
+	return max(1, int((e.after+time.Second-1)/time.Second))
+}
+
+// storageReadError classifies a failure to read our own storage. An object
+// missing while its record exists is the storage's fault, not the client's.
+func storageReadError(err error) error {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.Is(err, backends.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", ErrStorageUnavailable, err)
+	default:
+		return fmt.Errorf("files: read object: %w", err)
+	}
+}

@@ -1,0 +1,343 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/aigateway/gateway/files"
+	"github.com/go-chi/chi/v5"
+)
+
+// FileReader is what the list, metadata, delete and download routes need.
+type FileReader interface {
+	List(ctx context.Context, p files.ListParams) (files.Page, error)
+	Get(ctx context.Context, p files.FileParams) (files.File, error)
+	Delete(ctx context.Context, p files.FileParams) error
+	Open(ctx context.Context, p files.FileParams) (*files.Content, error)
+}
+
+// Errors of the download route.
+var (
+	// errRangeNotSatisfiable: the one range asked for lies outside the
+	// file (416).
+	errRangeNotSatisfiable = errors.New("range not satisfiable")
+)
+
+const (
+	msgNotDownloadable     = "File is not downloadable"
+	msgRangeNotSatisfiable = "Range not satisfiable"
+)
+
+// target reads the query parameters every file route takes.
+func target(r *http.Request) (files.Target, error) {
+	q := r.URL.Query()
+	provider := q.Get("provider")
+	if provider != "" && !files.IsProvider(provider) {
+		return files.Target{}, badRequest(map[string]any{"provider": "must be openai or anthropic"})
+	}
+	return files.Target{Key: keyFrom(r.Context()), WorkspaceID: q.Get("workspace_id"), Provider: provider}, nil
+}
+
+func fileParams(r *http.Request) (files.FileParams, error) {
+	t, err := target(r)
+	if err != nil {
+		return files.FileParams{}, err
+	}
+	return files.FileParams{Target: t, ID: chi.URLParam(r, "id")}, nil
+}
+
+// listFiles answers GET /api/v1/files: one page, newest first unless asked
+// otherwise, in the negotiated shape.
+func (a *API) listFiles(w http.ResponseWriter, r *http.Request) error {
+	if a.reader == nil {
+		return errUnavailable
+	}
+	t, err := target(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	page, err := a.reader.List(r.Context(), files.ListParams{
+		Target: t, Limit: q.Get("limit"), Order: q.Get("order"),
+		Cursor: q.Get("cursor"), After: q.Get("after"), AfterID: q.Get("after_id"), BeforeID: q.Get("before_id"),
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, listShape(negotiateShape(r), page))
+	return nil
+}
+
+// fileList is a page in every shape; fields a shape does not have are left
+// out.
+type fileList struct {
+	Shape   shape   `json:"_shape"`
+	Object  string  `json:"object,omitempty"`
+	Data    []any   `json:"data"`
+	HasMore bool    `json:"has_more"`
+	FirstID *string `json:"first_id"`
+	LastID  *string `json:"last_id"`
+}
+
+func listShape(s shape, page files.Page) any {
+	out := fileList{Shape: s, Data: make([]any, len(page.Files)), HasMore: page.HasMore}
+	for i, f := range page.Files {
+		out.Data[i] = fileShape(s, f.Record, f.Downloadable)
+	}
+	if n := len(page.Files); n > 0 {
+		out.FirstID, out.LastID = &page.Files[0].ID, &page.Files[n-1].ID
+	}
+	switch s {
+	case shapeOpenAI:
+		out.Object = "list"
+	case shapeService:
+		// The service shape's cursor: always present, null on the last page.
+		return struct {
+			fileList
+			Cursor *string `json:"cursor"`
+		}{out, nullable(page.Cursor)}
+	}
+	return out
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// getFile answers GET /api/v1/files/{id}.
+func (a *API) getFile(w http.ResponseWriter, r *http.Request) error {
+	if a.reader == nil {
+		return errUnavailable
+	}
+	p, err := fileParams(r)
+	if err != nil {
+		return err
+	}
+	f, err := a.reader.Get(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, fileShape(negotiateShape(r), f.Record, f.Downloadable))
+	return nil
+}
+
+// deleteFile answers DELETE /api/v1/files/{id}.
+func (a *API) deleteFile(w http.ResponseWriter, r *http.Request) error {
+	if a.reader == nil {
+		return errUnavailable
+	}
+	p, err := fileParams(r)
+	if err != nil {
+		return err
+	}
+	if err := a.reader.Delete(r.Context(), p); err != nil {
+		return err
+	}
+	s := negotiateShape(r)
+	if s == shapeOpenAI {
+		writeJSON(w, http.StatusOK, struct {
+			Shape   shape  `json:"_shape"`
+			ID      string `json:"id"`
+			Object  string `json:"object"`
+			Deleted bool   `json:"deleted"`
+		}{s, p.ID, "file", true})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Shape shape  `json:"_shape"`
+		ID    string `json:"id"`
+		Type  string `json:"type"`
+	}{s, p.ID, "file_deleted"})
+	return nil
+}
+
+// fileContent answers GET /api/v1/files/{id}/content: the bytes, streamed
+// from storage in constant memory, with one Range honoured and a strong
+// ETag (the file's SHA-256) for If-None-Match and If-Range. A provider's
+// file is streamed through as the provider sends it, without ranges.
+func (a *API) fileContent(w http.ResponseWriter, r *http.Request) error {
+	if a.reader == nil {
+		return errUnavailable
+	}
+	p, err := fileParams(r)
+	if err != nil {
+		return err
+	}
+	c, err := a.reader.Open(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	h := w.Header()
+	if !c.Ranged() {
+		body, err := c.Body(r.Context())
+		if err != nil {
+			return err
+		}
+		setDownloadHeaders(h, c)
+		if c.Size >= 0 {
+			h.Set("Content-Length", strconv.FormatInt(c.Size, 10))
+		}
+		w.WriteHeader(http.StatusOK)
+		return copyBody(w, body)
+	}
+
+	etag := `"` + c.SHA256 + `"`
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagListMatches(inm, etag) {
+		h.Set("ETag", etag)
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	rangeHeader := r.Header.Get("Range")
+	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag {
+		rangeHeader = "" // the file changed (or a date was given): send it whole
+	}
+	start, length, partial, err := parseRange(rangeHeader, c.Size)
+	if errors.Is(err, errRangeNotSatisfiable) {
+		h.Set("Content-Range", fmt.Sprintf("bytes */%d", c.Size))
+	}
+	if err != nil {
+		return err
+	}
+	var body io.ReadCloser
+	if partial {
+		body, err = c.OpenRange(r.Context(), start, length)
+	} else {
+		body, err = c.Body(r.Context())
+	}
+	if err != nil {
+		return err
+	}
+	setDownloadHeaders(h, c)
+	h.Set("ETag", etag)
+	h.Set("Accept-Ranges", "bytes")
+	h.Set("Content-Length", strconv.FormatInt(length, 10))
+	status := http.StatusOK
+	if partial {
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+length-1, c.Size))
+		status = http.StatusPartialContent
+	}
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		body.Close()
+		return nil
+	}
+	return copyBody(w, body)
+}
+
+// copyBody sends body and closes it. A failure mid-stream is returned, and
+// writeError then aborts the response: the client sees a broken transfer,
+// never a short file that looks complete.
+func copyBody(w http.ResponseWriter, body io.ReadCloser) error {
+	defer body.Close()
+	// An *os.File (or a limited one) reaches the connection's ReadFrom
+	// as is, which sends it with sendfile(2).
+	src := io.Reader(body)
+	if u, ok := body.(interface{ Unwrap() io.Reader }); ok {
+		src = u.Unwrap()
+	}
+	if _, err := io.Copy(w, src); err != nil {
+		return fmt.Errorf("send file: %w", err)
+	}
+	return nil
+}
+
+func setDownloadHeaders(h http.Header, c *files.Content) {
+	h.Set("Content-Type", c.ContentType)
+	h.Set("Content-Disposition", attachment(c.File.Filename))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "private, no-cache")
+}
+
+// attachment is a Content-Disposition naming the file (its last path
+// segment), encoded by mime.FormatMediaType: quoted when plain ASCII, as
+// RFC 5987 filename* when not (RFC 6266 §4.3), so no stored name can break
+// out of the header.
+func attachment(filename string) string {
+	base := path.Base(filename)
+	if base == "." || base == "/" {
+		base = "file"
+	}
+	if v := mime.FormatMediaType("attachment", map[string]string{"filename": base}); v != "" {
+		return v
+	}
+	return "attachment"
+}
+
+// etagListMatches reports whether an If-None-Match list names etag (weak
+// comparison, as RFC 9110 §13.1.2 asks for this header) or is "*".
+func etagListMatches(list, etag string) bool {
+	for _, t := range strings.Split(list, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// parseRange reads a Range header of one byte range against a file of
+// size bytes. An empty header is the whole file. A header that is not one
+// well-formed byte range is a 400 naming Range; a range starting past the
+// end (or a suffix of zero bytes) is errRangeNotSatisfiable.
+func parseRange(header string, size int64) (start, length int64, partial bool, err error) {
+	if header == "" {
+		return 0, size, false, nil
+	}
+	bad := func(problem string) error { return badRequest(map[string]any{"Range": problem}) }
+	spec, ok := strings.CutPrefix(header, "bytes=")
+	if !ok {
+		return 0, 0, false, bad("must be bytes=first-last")
+	}
+	if strings.Contains(spec, ",") {
+		return 0, 0, false, bad("only one range is served")
+	}
+	first, last, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	if !ok {
+		return 0, 0, false, bad("must be bytes=first-last")
+	}
+	num := func(s string) (int64, bool) {
+		if s == "" || len(s) > 18 || strings.TrimLeft(s, "0123456789") != "" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		return n, err == nil
+	}
+	if first == "" { // the last n bytes
+		n, ok := num(last)
+		if !ok {
+			return 0, 0, false, bad("must be bytes=first-last")
+		}
+		if n == 0 || size == 0 {
+			return 0, 0, false, errRangeNotSatisfiable
+		}
+		n = min(n, size)
+		return size - n, n, true, nil
+	}
+	start, ok = num(first)
+	if !ok {
+		return 0, 0, false, bad("must be bytes=first-last")
+	}
+	end := size - 1
+	if last != "" {
+		e, ok := num(last)
+		if !ok || e < start {
+			return 0, 0, false, bad("must be bytes=first-last with first <= last")
+		}
+		end = min(e, size-1)
+	}
+	if start >= size {
+		return 0, 0, false, errRangeNotSatisfiable
+	}
+	return start, end - start + 1, true, nil
+}
