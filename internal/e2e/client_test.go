@@ -186,3 +186,94 @@ func (letters) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// A component resolves a file id to its bytes with a service key; the
+// client pages, reads ranges and deletes on the real routes.
+func TestClientFileReads(t *testing.T) {
+	g := startGateway(t, testConfig(t))
+	ctx := context.Background()
+	admin := g.newClient(t, g.newKey(t, "alice", "--management"))
+	ws, err := admin.CreateWorkspace(ctx, client.WorkspaceCreate{Name: "Docs", Slug: "docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := g.newClient(t, g.newKey(t, "alice", "--workspace", "docs"))
+	service := g.newClient(t, g.newKey(t, "alice", "--service"))
+
+	var ids []string
+	for i := range 5 {
+		content := strings.Repeat(string(rune('a'+i)), 100+i)
+		f, err := owner.UploadFile(ctx, client.Upload{Filename: "f.txt", Content: strings.NewReader(content), Size: int64(len(content))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append([]string{f.ID}, ids...) // newest first
+	}
+
+	var pages, listed []string
+	for p, err := range owner.FilePages(ctx, 2) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, "page")
+		for _, f := range p.Files {
+			listed = append(listed, f.ID)
+		}
+	}
+	if len(pages) != 3 || strings.Join(listed, ",") != strings.Join(ids, ",") {
+		t.Errorf("%d pages listing %v, want 3 pages listing %v newest first", len(pages), listed, ids)
+	}
+	listed = nil
+	for f, err := range service.Files(ctx, client.InWorkspace(ws.ID)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, f.ID)
+	}
+	if strings.Join(listed, ",") != strings.Join(ids, ",") {
+		t.Errorf("the service key lists %v, want %v", listed, ids)
+	}
+
+	oldest := ids[len(ids)-1]
+	f, err := service.GetFile(ctx, oldest, client.InWorkspace(ws.ID))
+	if err != nil || f.SizeBytes != 100 || f.Downloadable {
+		t.Fatalf("metadata %+v, %v", f, err)
+	}
+	// Ordinary keys may not download by default; service keys always may.
+	_, err = owner.FileContent(ctx, oldest, nil)
+	if e := apiError(t, err, 400); e.Message != "File is not downloadable" {
+		t.Errorf("ordinary download: %+v", e)
+	}
+	c, err := service.FileContent(ctx, oldest, &client.ByteRange{Start: 10, End: 19}, client.InWorkspace(ws.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(c)
+	c.Close()
+	if err != nil || string(b) != strings.Repeat("a", 10) || !c.Partial || c.Start != 10 || c.Total != 100 || c.Filename != "f.txt" {
+		t.Errorf("range: %q %v %+v", b, err, c)
+	}
+	c, err = service.FileContent(ctx, oldest, nil, client.InWorkspace(ws.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(c)
+	c.Close()
+	if string(b) != strings.Repeat("a", 100) || c.Partial || c.ETag == "" {
+		t.Errorf("whole: %q %+v", b, c)
+	}
+	_, err = service.FileContent(ctx, oldest, &client.ByteRange{Start: 500, End: -1}, client.InWorkspace(ws.ID))
+	apiError(t, err, http.StatusRequestedRangeNotSatisfiable)
+
+	// Service keys read, never write.
+	_, err = service.UploadFile(ctx, client.Upload{Filename: "x.txt", Content: strings.NewReader("x"), Size: 1}, client.InWorkspace(ws.ID))
+	apiError(t, err, http.StatusForbidden)
+	apiError(t, service.DeleteFile(ctx, oldest, client.InWorkspace(ws.ID)), http.StatusForbidden)
+
+	if err := owner.DeleteFile(ctx, oldest); err != nil {
+		t.Fatal(err)
+	}
+	_, err = owner.GetFile(ctx, oldest)
+	apiError(t, err, http.StatusNotFound)
+	apiError(t, owner.DeleteFile(ctx, oldest), http.StatusNotFound)
+}

@@ -165,7 +165,7 @@ func (g *testGateway) cli(t *testing.T, stdin string, args ...string) (string, e
 	var cmd []string
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
-		case a == "--management":
+		case a == "--management", a == "--service":
 			flags[a] = "true"
 		case strings.HasPrefix(a, "--") && i+1 < len(args):
 			flags[a] = args[i+1]
@@ -179,6 +179,9 @@ func (g *testGateway) cli(t *testing.T, stdin string, args ...string) (string, e
 		req := app.KeyRequest{Name: flags["--name"], User: flags["--user"], Role: policy.RoleStandard, Workspace: flags["--workspace"]}
 		if flags["--management"] != "" {
 			req.Role = policy.RoleManagement
+		}
+		if flags["--service"] != "" {
+			req.Role = policy.RoleService
 		}
 		if m := flags["--models"]; m != "" {
 			req.Models = strings.Split(m, ",")
