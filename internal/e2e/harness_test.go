@@ -124,7 +124,7 @@ func startGateway(t *testing.T, cfg config.Config) *testGateway {
 		_ = a.Close()
 		_ = rt.Close()
 	})
-	return &testGateway{URL: srv.URL, ConfigPath: path, Config: cfg, rt: rt, app: a, srv: srv, client: contractClient(t, srv.URL, nil)}
+	return &testGateway{URL: srv.URL, ConfigPath: path, Config: cfg, rt: rt, app: a, srv: srv, client: contractClient(t, nil)}
 }
 
 // buildApp opens the runtime and builds the gateway on cfg as `serve` does;
