@@ -1,10 +1,17 @@
 package e2e
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/aigateway/gateway/gateway/openapi"
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // The checker refuses answers that drift from the document: each drifted
@@ -77,5 +84,66 @@ func TestContractCatchesDrift(t *testing.T) {
 				t.Errorf("body after the check = %q, want %q", b, tc.body)
 			}
 		})
+	}
+}
+
+// recordingTB stands in for the test a gateway belongs to, keeping the
+// failures reported to it.
+type recordingTB struct {
+	testing.TB
+	mu     sync.Mutex
+	failed []string
+}
+
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = append(r.failed, fmt.Sprintf(format, args...))
+}
+
+// The harness's client fails the test that got a drifted answer, and hands
+// the answer on untouched.
+func TestContractTransportFailsTheTest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", "r1")
+		if r.URL.Path == "/api/v1/models" {
+			_, _ = io.WriteString(w, `{"data":[]}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"data":{"id":7}}`) // a Workspace with a numeric id and nothing else
+	}))
+	defer srv.Close()
+	rec := &recordingTB{TB: t}
+	c := contractClient(rec, nil)
+	for _, tc := range []struct {
+		path  string
+		fails bool
+	}{{"/api/v1/models", false}, {"/api/v1/workspaces/w", true}} {
+		rec.failed = nil
+		resp, err := c.Get(srv.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if len(body) == 0 {
+			t.Errorf("%s: the caller got no body", tc.path)
+		}
+		if got := len(rec.failed) > 0; got != tc.fails {
+			t.Errorf("%s: test failed = %v (%q), want %v", tc.path, got, rec.failed, tc.fails)
+		}
+	}
+}
+
+// The document is served without a key, and it is the one the checker uses.
+func TestOpenAPIDocumentServed(t *testing.T) {
+	g := startGateway(t, testConfig(t))
+	resp, body := g.do(t, http.MethodGet, "/api/v1/openapi.json", "", nil, nil)
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, openapi.Document) {
+		t.Fatalf("GET /api/v1/openapi.json = %d, %d bytes; want 200 and the embedded document", resp.StatusCode, len(body))
+	}
+	if _, err := openapi3.NewLoader().LoadFromData(body); err != nil {
+		t.Errorf("the served document does not load: %v", err)
 	}
 }
