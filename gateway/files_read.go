@@ -64,9 +64,18 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
+	cursor := q.Get("cursor")
+	if p := q.Get("page"); p != "" {
+		// The Anthropic SDKs' name for the cursor: they send back the
+		// next_page of the previous answer.
+		if cursor != "" {
+			return badRequest(map[string]any{"page": "use either cursor or page"})
+		}
+		cursor = p
+	}
 	page, err := a.reader.List(r.Context(), files.ListParams{
 		Target: t, Limit: q.Get("limit"), Order: q.Get("order"),
-		Cursor: q.Get("cursor"), After: q.Get("after"), AfterID: q.Get("after_id"), BeforeID: q.Get("before_id"),
+		Cursor: cursor, After: q.Get("after"), AfterID: q.Get("after_id"), BeforeID: q.Get("before_id"),
 	})
 	if err != nil {
 		return err
@@ -102,6 +111,12 @@ func listShape(s shape, page files.Page) any {
 		return struct {
 			fileList
 			Cursor *string `json:"cursor"`
+		}{out, nullable(page.Cursor)}
+	case shapeAnthropic:
+		// The same cursor under the name the Anthropic SDKs page with.
+		return struct {
+			fileList
+			NextPage *string `json:"next_page"`
 		}{out, nullable(page.Cursor)}
 	}
 	return out
@@ -184,7 +199,7 @@ func (a *API) fileContent(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		setDownloadHeaders(h, c)
+		setDownloadHeaders(h, r.Header.Get("Accept"), c)
 		if c.Size >= 0 {
 			h.Set("Content-Length", strconv.FormatInt(c.Size, 10))
 		}
@@ -218,7 +233,7 @@ func (a *API) fileContent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	setDownloadHeaders(h, c)
+	setDownloadHeaders(h, r.Header.Get("Accept"), c)
 	h.Set("ETag", etag)
 	h.Set("Accept-Ranges", "bytes")
 	h.Set("Content-Length", strconv.FormatInt(length, 10))
@@ -252,11 +267,38 @@ func copyBody(w http.ResponseWriter, body io.ReadCloser) error {
 	return nil
 }
 
-func setDownloadHeaders(h http.Header, c *files.Content) {
-	h.Set("Content-Type", c.ContentType)
+func setDownloadHeaders(h http.Header, accept string, c *files.Content) {
+	h.Set("Content-Type", downloadType(accept, c.ContentType))
 	h.Set("Content-Disposition", attachment(c.File.Filename))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private, no-cache")
+}
+
+// downloadType is the Content-Type of a download: the file's own, unless
+// the client's Accept rules it out but takes application/octet-stream (the
+// service's SDK asks for exactly that and refuses any other type).
+func downloadType(accept, fileType string) string {
+	const octets = "application/octet-stream"
+	if accept == "" || accepts(accept, fileType) || !accepts(accept, octets) {
+		return fileType
+	}
+	return octets
+}
+
+// accepts reports whether an Accept header admits mediaType: an exact
+// range, type/* or */*, without q=0.
+func accepts(accept, mediaType string) bool {
+	typ, _, _ := strings.Cut(mediaType, "/")
+	for _, r := range strings.Split(accept, ",") {
+		rangeType, params, err := mime.ParseMediaType(strings.TrimSpace(r))
+		if err != nil || params["q"] == "0" || params["q"] == "0.0" || params["q"] == "0.000" {
+			continue
+		}
+		if rangeType == "*/*" || rangeType == mediaType || rangeType == typ+"/*" {
+			return true
+		}
+	}
+	return false
 }
 
 // attachment is a Content-Disposition naming the file (its last path

@@ -530,3 +530,41 @@ func (b memBucket) Stat(context.Context, string) (backends.Object, error) {
 }
 func (b memBucket) Delete(context.Context, string) error { return nil }
 func (b memBucket) Close() error                         { return nil }
+
+func TestListAnthropicPaging(t *testing.T) {
+	fr := &fakeReader{page: files.Page{Files: []files.File{readFile}, HasMore: true, Cursor: "c1.next"}}
+	h := newReadAPI(t, fr)
+	got := decodeJSON(t, serve(h, request("GET", "/api/v1/files?page=c1.prev", "anthropic-version", "2023-06-01")))
+	if got["next_page"] != "c1.next" {
+		t.Errorf("anthropic list = %v, want next_page", got)
+	}
+	if len(fr.list) != 1 || fr.list[0].Cursor != "c1.prev" {
+		t.Errorf("page= reached the service as %+v, want the cursor", fr.list)
+	}
+	rec := serve(h, request("GET", "/api/v1/files?page=a&cursor=b"))
+	if env := decodeEnvelope(t, rec); rec.Code != 400 || env.Error.Metadata["fields"].(map[string]any)["page"] == nil {
+		t.Errorf("page and cursor: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestDownloadTypeFollowsAccept(t *testing.T) {
+	for _, tc := range []struct{ accept, want string }{
+		{"", "text/plain"},
+		{"*/*", "text/plain"},
+		{"text/*", "text/plain"},
+		{"text/plain, application/json", "text/plain"},
+		{"application/octet-stream", "application/octet-stream"},
+		{"application/json, application/octet-stream;q=0.5", "application/octet-stream"},
+		{"text/plain;q=0, application/octet-stream", "application/octet-stream"},
+		{"application/json", "text/plain"}, // nothing acceptable: the file's own type
+	} {
+		if got := downloadType(tc.accept, "text/plain"); got != tc.want {
+			t.Errorf("downloadType(%q) = %q, want %q", tc.accept, got, tc.want)
+		}
+	}
+	h := newReadAPI(t, &fakeReader{file: readFile, content: []byte("hello"), sha: "ab"})
+	rec := serve(h, request("GET", "/api/v1/files/file-abc/content", "Accept", "application/octet-stream"))
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/octet-stream" {
+		t.Errorf("download with Accept octet-stream: %d %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+}

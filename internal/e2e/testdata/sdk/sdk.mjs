@@ -65,7 +65,7 @@ export const operations = {
       c.files.upload({ requestBody: { file: { fileName: `notes-${i}.txt`, content: new TextEncoder().encode(text('openrouter', i)) } } }),
     list: async (c) => {
       const seen = [];
-      for await (const page of await c.files.list({ limit: 2 })) seen.push(...page.result.data);
+      for await (const page of await c.files.list({ limit: 2 })) seen.push(...plain(page.result).data);
       return seen;
     },
     retrieve: (c, id) => c.files.retrieve({ fileId: id }),

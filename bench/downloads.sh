@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Download throughput and memory of the gateway (GET /api/v1/files/{id}/content)
+# on the fs backend, against bench/servefile — net/http's http.ServeContent
+# of the very same stored file, nothing else — in interleaved rounds, medians
+# compared (these machines are shared; their speed drifts within a run).
+#
+# 1. Throughput: each round downloads the file once from each contender, in
+#    an order rotated every round, with curl to /dev/null (MB = 10^6 bytes/s,
+#    curl's own measure). The issue's target: gateway >= 0.8x servefile.
+# 2. Peak RSS (VmHWM) of the gateway with CONCURRENCY downloads at once,
+#    printed as MiB per concurrent download above idle (target <= 2).
+#
+#   bench/downloads.sh
+#   ROUNDS=9 SIZE=104857600 CONCURRENCY=8 bench/downloads.sh
+#   KEEP=1 bench/downloads.sh   # keep the run's directory
+#
+# All data lives under .testenv/bench-downloads.* (the disk the gateway
+# would use) and is removed on exit, as is every process started here.
+set -euo pipefail
+shopt -s inherit_errexit
+rounds=${ROUNDS:-9}
+size=${SIZE:-104857600}
+concurrency=${CONCURRENCY:-8}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+mkdir -p "$root/.testenv"
+state=$(mktemp -d "$root/.testenv/bench-downloads.XXXXXX")
+pids=()
+cleanup() {
+  local code=$?
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "$code" != 0 ]; then
+    for log in "$state"/*.log; do
+      [ -f "$log" ] || continue
+      echo "--- last lines of $(basename "$log")" >&2
+      tail -n 15 "$log" >&2
+    done
+  fi
+  if [ "${KEEP:-0}" = 1 ]; then echo "kept $state" >&2; else rm -rf "$state"; fi
+  exit "$code"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "building..." >&2
+go build -o "$state/exe/gateway" ./cmd/gateway
+go build -o "$state/exe/servefile" ./bench/servefile
+
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 30000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+}
+wait_http() {
+  for _ in $(seq 150); do curl -sS -o /dev/null "$1" 2>/dev/null && return; sleep 0.1; done
+  echo "bench: $1 never answered" >&2
+  exit 1
+}
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b > 0 ? a / b : 0)}'; }
+kib() { awk -v f="$2" '$1 == f":" {print $2}' "/proc/$1/status"; }
+
+# ---- the gateway, with one file of SIZE bytes uploaded
+gw_port=$(free_port)
+cat >"$state/gateway.yaml" <<YAML
+server: {listen: "127.0.0.1:$gw_port"}
+log: {level: warn, format: json}
+metadata: {driver: sqlite, dsn: $state/gateway.db}
+storage: {backend: fs, fs: {dir: $state/files}}
+catalog: {path: $root/configs/models.yaml}
+files: {downloadable: true}
+limits:
+  rate:
+    default: {requests: 1000000, per: 1s, burst: 1000000}
+    files: {requests: 1000000, per: 1s, burst: 1000000}
+YAML
+export GATEWAY_BYOK_ENCRYPTION_KEY=${GATEWAY_BYOK_ENCRYPTION_KEY:-$(head -c 32 /dev/urandom | base64)}
+key=$("$state/exe/gateway" keys create --config "$state/gateway.yaml" --name bench --user bench | tail -n 1)
+"$state/exe/gateway" serve --config "$state/gateway.yaml" >"$state/gateway.log" 2>&1 </dev/null &
+gw_pid=$!
+pids+=("$gw_pid")
+wait_http "http://127.0.0.1:$gw_port/healthz"
+
+{ printf '%%PDF-1.7\n'; head -c "$((size - 9))" /dev/urandom; } >"$state/upload.pdf"
+id=$(curl -sS -H "Authorization: Bearer $key" -F "file=@$state/upload.pdf;filename=bench.pdf" \
+  "http://127.0.0.1:$gw_port/api/v1/files" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+[ -n "$id" ] || { echo "bench: upload failed" >&2; exit 1; }
+stored=$(find "$state/files" -type f -name "$id")
+rm -f "$state/upload.pdf"
+idle=$(kib "$gw_pid" VmRSS)
+
+sf_port=$(free_port)
+"$state/exe/servefile" -addr "127.0.0.1:$sf_port" -file "$stored" >"$state/servefile.log" 2>&1 </dev/null &
+pids+=("$!")
+wait_http "http://127.0.0.1:$sf_port/"
+
+gw_url="http://127.0.0.1:$gw_port/api/v1/files/$id/content"
+sf_url="http://127.0.0.1:$sf_port/"
+get() { curl -sS -o /dev/null -w '%{speed_download} %{size_download}\n' "$@"; }
+mbps() {
+  local out
+  out=$(get "$@")
+  [ "${out#* }" = "$size" ] || { echo "bench: short download ($out)" >&2; exit 1; }
+  awk -v b="${out% *}" 'BEGIN {printf "%.1f", b / 1e6}'
+}
+
+echo "== download throughput, $size bytes, $rounds rounds (MB/s)"
+gw=() sf=()
+get -H "Authorization: Bearer $key" "$gw_url" >/dev/null # warm the page cache
+for r in $(seq "$rounds"); do
+  if [ $((r % 2)) = 1 ]; then
+    gw+=("$(mbps -H "Authorization: Bearer $key" "$gw_url")"); sf+=("$(mbps "$sf_url")")
+  else
+    sf+=("$(mbps "$sf_url")"); gw+=("$(mbps -H "Authorization: Bearer $key" "$gw_url")")
+  fi
+done
+gw_med=$(printf '%s\n' "${gw[@]}" | median)
+sf_med=$(printf '%s\n' "${sf[@]}" | median)
+printf 'gateway:   %s MB/s (runs: %s)\n' "$gw_med" "${gw[*]}"
+printf 'servefile: %s MB/s (runs: %s)\n' "$sf_med" "${sf[*]}"
+printf 'ratio gateway/servefile: %s (target >= 0.8)\n' "$(ratio "$gw_med" "$sf_med")"
+
+echo "== gateway RSS with $concurrency concurrent downloads"
+# VmHWM counts only from here when it can be reset; else RSS is sampled.
+reset=0
+echo 5 >"/proc/$gw_pid/clear_refs" 2>/dev/null && reset=1
+# Each download is held to 50 MB/s so all of them are in flight together.
+dls=()
+for _ in $(seq "$concurrency"); do
+  curl -sS -o /dev/null --limit-rate 50M -H "Authorization: Bearer $key" "$gw_url" &
+  dls+=("$!")
+done
+running() { local p; for p in "${dls[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+peak=0
+while running; do
+  now=$(kib "$gw_pid" VmRSS)
+  if [ "$now" -gt "$peak" ]; then peak=$now; fi
+  sleep 0.1
+done
+for p in "${dls[@]}"; do wait "$p"; done
+if [ "$reset" = 1 ]; then
+  hwm=$(kib "$gw_pid" VmHWM)
+  [ "$hwm" -gt "$peak" ] && peak=$hwm
+fi
+awk -v i="$idle" -v p="$peak" -v c="$concurrency" 'BEGIN {
+  printf "idle %.1f MiB, peak %.1f MiB: %.2f MiB per concurrent download above idle (target <= 2)\n", i/1024, p/1024, (p-i)/1024/c }'
