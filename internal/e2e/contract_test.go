@@ -108,7 +108,7 @@ func (c *contract) check(req *http.Request, resp *http.Response) error {
 		Status:                 resp.StatusCode,
 		Header:                 resp.Header,
 		Body:                   io.NopCloser(bytes.NewReader(body)),
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+		Options:                checkOptions,
 	}
 	return openapi3filter.ValidateResponse(req.Context(), in)
 }
@@ -129,6 +129,21 @@ func (c *contract) checkEnvelope(req *http.Request, resp *http.Response, body []
 	}
 	return nil
 }
+
+// checkOptions make an undocumented status a failure, report every
+// problem of an answer at once, and name each by where it is in the body
+// rather than by dumping the schema.
+var checkOptions = func() *openapi3filter.Options {
+	o := &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}
+	o.WithCustomSchemaErrorFunc(func(e *openapi3.SchemaError) string {
+		reason := e.Reason
+		if e.Origin != nil { // the JSON Schema 2020-12 validator's own account
+			reason = e.Origin.Error()
+		}
+		return "at /" + strings.Join(e.JSONPointer(), "/") + ": " + reason
+	})
+	return o
+}()
 
 // errReader fails every read with err.
 type errReader struct{ err error }
