@@ -52,6 +52,7 @@ type Retry struct {
 	MaxAttempts int
 	// MaxWait is the longest the client waits before one retry. An answer
 	// asking for longer (Retry-After) is returned to the caller instead.
+	// Zero: no bound but the context's deadline.
 	MaxWait time.Duration
 	// BaseDelay is the first wait when an answer has no Retry-After; it
 	// doubles with each retry, up to MaxWait.
