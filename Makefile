@@ -24,7 +24,7 @@ test: vet
 # `make fuzz` runs them longer. A crasher found goes to the package's
 # testdata/fuzz/ and stays there as a regression test.
 FUZZ_TARGETS = catalog:FuzzFromBytes workspace:FuzzParseRequest files/sniff:FuzzReader \
-	gateway:FuzzUpload gateway:FuzzModelPath
+	gateway:FuzzUpload gateway:FuzzModelPath gateway:FuzzRange
 FUZZTIME ?= 60s
 TEST_FUZZTIME ?= 5s
 
@@ -52,6 +52,7 @@ bench:
 	bench/lookup.sh
 	bench/limits.sh
 	bench/uploads.sh
+	bench/downloads.sh
 	bench/abuse.sh
 
 clean:

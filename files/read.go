@@ -589,7 +589,8 @@ func (s *ReadService) provider(ctx context.Context, ws, name string) (Provider, 
 }
 
 // providerReadError classifies a provider's failure on the read routes: its
-// not-found and rate limit are the client's answers; anything else is the
+// not-found, rate limit and rejection of the request are the client's
+// answers; anything else is the
 // provider's error (502) or timeout (504).
 func providerReadError(err error) error {
 	var rl *RateLimitedError
@@ -597,7 +598,7 @@ func providerReadError(err error) error {
 		return &throttled{err: err, after: rl.RetryAfter}
 	}
 	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrProviderRateLimited) ||
-		errors.Is(err, context.Canceled) {
+		errors.Is(err, ErrProviderRejected) || errors.Is(err, context.Canceled) {
 		return err
 	}
 	return providerError(err)

@@ -96,6 +96,7 @@ var errorTable = []errorKind{
 	{errRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable, msgRangeNotSatisfiable},
 	{files.ErrNotFound, http.StatusNotFound, msgNotFound},
 	{files.ErrProviderRateLimited, http.StatusTooManyRequests, msgRateLimited},
+	{files.ErrProviderRejected, http.StatusBadRequest, msgBadRequest},
 	{files.ErrWorkspaceForbidden, http.StatusForbidden, msgWorkspaceForbidden},
 	{files.ErrQuotaExceeded, http.StatusForbidden, msgQuotaExceeded},
 	{files.ErrTooLarge, http.StatusRequestEntityTooLarge, msgTooLarge},

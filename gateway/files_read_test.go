@@ -187,6 +187,7 @@ func TestFileRouteErrors(t *testing.T) {
 		{"service key writing", policy.ErrForbidden, 403, msgManagementOnly, "map[]"},
 		{"provider throttled", &files.RateLimitedError{Provider: "openai", RetryAfter: 7 * time.Second}, 429, msgRateLimited, "map[]"},
 		{"provider failed", fmt.Errorf("%w: 500", files.ErrProvider), 502, msgProviderError, "map[]"},
+		{"provider rejected", fmt.Errorf("%w: 400", files.ErrProviderRejected), 400, msgBadRequest, "map[]"},
 		{"storage down", fmt.Errorf("%w: s3", files.ErrStorageUnavailable), 503, msgUnavailable, "map[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -567,4 +568,30 @@ func TestDownloadTypeFollowsAccept(t *testing.T) {
 	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/octet-stream" {
 		t.Errorf("download with Accept octet-stream: %d %q", rec.Code, rec.Header().Get("Content-Type"))
 	}
+}
+
+// FuzzRange: any Range header against any size is either refused (400 or
+// 416) or names bytes inside the file.
+func FuzzRange(f *testing.F) {
+	for _, s := range []string{"", "bytes=0-0", "bytes=-5", "bytes=5-", "bytes=3-2", "bytes=0-1,2-3", "bytes=99999999999999999999-"} {
+		f.Add(s, int64(20))
+	}
+	f.Fuzz(func(t *testing.T, header string, size int64) {
+		if size < 0 {
+			size = -size
+		}
+		start, length, partial, err := parseRange(header, size)
+		if err != nil {
+			if !errors.Is(err, errBadRequest) && !errors.Is(err, errRangeNotSatisfiable) {
+				t.Fatalf("parseRange(%q, %d) = %v", header, size, err)
+			}
+			return
+		}
+		if !partial && (start != 0 || length != size) {
+			t.Fatalf("whole file as %d+%d of %d", start, length, size)
+		}
+		if partial && (start < 0 || length < 1 || start+length > size) {
+			t.Fatalf("parseRange(%q, %d) = %d+%d, outside the file", header, size, start, length)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -118,6 +119,16 @@ type limitedConn struct {
 func (c *limitedConn) Close() error {
 	c.once.Do(c.release)
 	return c.Conn.Close()
+}
+
+// ReadFrom keeps the TCP connection's io.ReaderFrom reachable through the
+// wrapper: net/http sends a download from a local file with sendfile(2)
+// only when the connection offers it.
+func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
 func peerAddr(c net.Conn) netip.Addr {

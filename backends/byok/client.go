@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aigateway/gateway/files"
 	"go.uber.org/zap"
 )
 
@@ -45,6 +46,16 @@ type wire struct {
 	// decodeError reads an error answer: the provider's error type, its
 	// message (logged at debug only) and a request id found in the body.
 	decodeError func(body []byte) (typ, message, requestID string)
+	// listQuery turns a page request into the provider's query parameters;
+	// reversed says the provider is asked in the opposite order, so the
+	// page must be reversed (how OpenAI pages backwards).
+	listQuery func(q files.ProviderListQuery) (query url.Values, reversed bool, err error)
+	// decodeList reads a page of the file list; decodeInfo one file's
+	// metadata.
+	decodeList func(body []byte) (files.ProviderPage, error)
+	decodeInfo func(body []byte) (files.ProviderFileInfo, error)
+	// checkDeleted reads a delete's answer: it must say the file is gone.
+	checkDeleted func(body []byte, id string) error
 }
 
 // client is the HTTP machinery shared by the providers.
@@ -294,41 +305,21 @@ func writeForm(mw *multipart.Writer, fields [][2]string, partHeader textproto.MI
 	return mw.Close()
 }
 
-// delete removes a provider file; 404 counts as done.
+// delete removes a provider file. A 404 is a *ProviderError like any
+// refusal: the caller decides whether a file already gone counts as done.
 func (c *client) delete(ctx context.Context, key Secret, id string) error {
-	if err := checkKey(key); err != nil {
-		return err
-	}
-	if id == "" {
-		return fmt.Errorf("byok: %s delete: empty file id", c.name)
-	}
-	parent := ctx
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.base+c.wire.filesPath+"/"+url.PathEscape(id), nil)
-	if err != nil {
+	if err := checkFileID(id); err != nil {
 		return fmt.Errorf("byok: %s delete: %w", c.name, err)
 	}
-	req.Header.Set("Accept", "application/json")
-	c.wire.authorize(req.Header, key.Reveal())
-	resp, err := c.http.Do(req)
-	var answer []byte
-	if err == nil {
-		answer, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-		resp.Body.Close()
-	}
+	answer, resp, err := c.getJSON(ctx, "delete", http.MethodDelete, c.fileURL(id), nil, key, maxAnswerBytes)
 	if err != nil {
-		return c.transportError("delete", parent, resp, err)
+		return err
 	}
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
-		c.log.Debug("provider file deleted", zap.String("file_id", id), zap.String("request_id", c.requestID(resp, "")))
-		return nil
-	case resp.StatusCode == http.StatusNotFound:
-		c.log.Debug("provider file already gone", zap.String("file_id", id), zap.String("request_id", c.requestID(resp, "")))
-		return nil
+	if err := c.wire.checkDeleted(answer, id); err != nil {
+		return c.unreadable("delete", resp, err)
 	}
-	return c.answerError("delete", resp, answer, key)
+	c.log.Debug("provider file deleted", zap.String("file_id", id), zap.String("request_id", c.requestID(resp, "")))
+	return nil
 }
 
 func (c *client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -361,6 +352,9 @@ func (c *client) answerError(op string, resp *http.Response, body []byte, key Se
 	typ, msg, bodyID := c.wire.decodeError(body)
 	pe := &ProviderError{Provider: c.name, Op: op, Status: resp.StatusCode,
 		RequestID: c.requestID(resp, bodyID), Type: safeToken(typ, 64)}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		pe.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
 		c.log.Warn("provider answered a redirect, not followed", zap.String("op", op), zap.Int("status", resp.StatusCode),
 			zap.String("request_id", pe.RequestID))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/aigateway/gateway/files"
 )
@@ -58,24 +59,61 @@ func (b boundProvider) Upload(ctx context.Context, f files.ProviderFile) (string
 	return up.ID, nil
 }
 
+// Delete removes a provider file; one the provider does not know is
+// files.ErrNotFound, which an upload being undone counts as done.
 func (b boundProvider) Delete(ctx context.Context, id string) error {
-	return serviceError(b.p.Delete(ctx, b.key, id))
+	return readError(b.p.Delete(ctx, b.key, id), true)
 }
 
-// The read side of provider files; the adapters grow it.
-func (b boundProvider) List(context.Context, files.ProviderListQuery) (files.ProviderPage, error) {
-	return files.ProviderPage{}, errNotYet
+func (b boundProvider) List(ctx context.Context, q files.ProviderListQuery) (files.ProviderPage, error) {
+	page, err := b.p.List(ctx, b.key, q)
+	return page, readError(err, false)
 }
 
-func (b boundProvider) Stat(context.Context, string) (files.ProviderFileInfo, error) {
-	return files.ProviderFileInfo{}, errNotYet
+func (b boundProvider) Stat(ctx context.Context, id string) (files.ProviderFileInfo, error) {
+	info, err := b.p.Stat(ctx, b.key, id)
+	return info, readError(err, true)
 }
 
-func (b boundProvider) Content(context.Context, string) (files.ProviderContent, error) {
-	return files.ProviderContent{}, errNotYet
+func (b boundProvider) Content(ctx context.Context, id string) (files.ProviderContent, error) {
+	c, err := b.p.Content(ctx, b.key, id)
+	return c, readError(err, true)
 }
 
-var errNotYet = fmt.Errorf("%w: reading provider files is not wired yet", files.ErrUnknownProvider)
+// readError maps a failure of a call naming a provider file (byID) or
+// listing them to the service's sentinels, as resources.md has the edge
+// answer them: a file the provider does not know is ErrNotFound; its 429 a
+// *files.RateLimitedError; a refused key (401, 403) ErrProvider, since it
+// is the workspace's stored key that is wrong, not the caller; any other 4xx
+// ErrProviderRejected, the caller's request being at fault; the rest as
+// serviceError. The *ProviderError stays reachable for its metadata. A 404
+// to a list names no file: the provider's API is not where it should be.
+func readError(err error, byID bool) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrInvalidFileID) {
+		return fmt.Errorf("%w: %w", files.ErrNotFound, err)
+	}
+	if errors.Is(err, ErrUnsupportedQuery) {
+		return fmt.Errorf("%w: %w", files.ErrProviderRejected, err)
+	}
+	var pe *ProviderError
+	if !errors.As(err, &pe) || pe.Timeout {
+		return serviceError(err)
+	}
+	switch s := pe.Status; {
+	case s == http.StatusNotFound && byID:
+		return fmt.Errorf("%w: %w", files.ErrNotFound, err)
+	case s == http.StatusTooManyRequests:
+		return fmt.Errorf("%w: %w", &files.RateLimitedError{Provider: pe.Provider, RetryAfter: pe.RetryAfter}, err)
+	case s == http.StatusUnauthorized || s == http.StatusForbidden:
+		return fmt.Errorf("%w: %w", files.ErrProvider, err)
+	case s >= 400 && s <= 499 && s != http.StatusNotFound:
+		return fmt.Errorf("%w: %w", files.ErrProviderRejected, err)
+	}
+	return serviceError(err)
+}
 
 // serviceError adds the upload service's sentinel to a provider failure, so
 // its classification needs nothing of this package; the *ProviderError (and

@@ -1,10 +1,10 @@
-// Package byok uploads files to model providers' Files APIs with a workspace's
-// own provider key ("bring your own key"), and keeps those keys sealed at
-// rest.
+// Package byok works with model providers' Files APIs (upload, list,
+// metadata, content, delete) with a workspace's own provider key ("bring
+// your own key"), and keeps those keys sealed at rest.
 //
 // Four pieces: Secret, a key type that never prints; Sealer and LoadKey,
 // which encrypt keys for the metadata store; Provider, implemented by OpenAI
-// and Anthropic, which streams a file to the provider without buffering it;
+// and Anthropic, which streams files both ways without buffering them;
 // and Keyring, the adapter the upload service sees (files.Opener): it unseals
 // a workspace's key and binds it to a Provider, so the plaintext key never
 // leaves this package. The package knows nothing about HTTP routing or the
@@ -50,6 +50,14 @@ var (
 	ErrInvalidFile = errors.New("byok: file name or content type cannot be sent")
 	// ErrUnknownProvider: New was given a name not in files.Providers.
 	ErrUnknownProvider = errors.New("byok: unknown provider")
+	// ErrInvalidFileID: the file id is not one a provider issues (empty,
+	// too long, or with characters other than letters, digits, '_', '-',
+	// '.'). Nothing was sent: no provider holds such a file.
+	ErrInvalidFileID = errors.New("byok: not a provider file id")
+	// ErrUnsupportedQuery: the provider cannot list files as asked (an order
+	// it does not offer, after and before together, a paging id that is not
+	// a file id). Nothing was sent.
+	ErrUnsupportedQuery = errors.New("byok: the provider cannot list files this way")
 )
 
 // File is one file to upload. Its size is not known in advance: Body is read
@@ -98,10 +106,21 @@ type Provider interface {
 	//
 	// Upload returns only once it has stopped reading f.Body.
 	Upload(ctx context.Context, key Secret, f File) (Uploaded, error)
-	// Delete removes the provider's file id, to undo an upload whose
-	// metadata could not be recorded. A file the provider does not know
-	// (404) counts as deleted, so Delete can be retried. Errors as Upload.
+	// Delete removes the provider's file id. A file the provider does not
+	// know is its 404, a *ProviderError like any refusal; an id no provider
+	// issues is ErrInvalidFileID. Errors otherwise as Upload.
 	Delete(ctx context.Context, key Secret, id string) error
+	// List returns one page of the provider's files. ErrUnsupportedQuery
+	// when the provider cannot page as asked; otherwise errors as Upload
+	// (a 429's Retry-After is in ProviderError.RetryAfter).
+	List(ctx context.Context, key Secret, q files.ProviderListQuery) (files.ProviderPage, error)
+	// Stat describes the provider's file id. Errors as Delete.
+	Stat(ctx context.Context, key Secret, id string) (files.ProviderFileInfo, error)
+	// Content streams the bytes of the provider's file id: Body is the
+	// provider's answer as it arrives, never buffered, and the caller
+	// closes it. Options.Timeout runs until Body is closed; a failure while
+	// reading Body is a *ProviderError too. Errors as Delete.
+	Content(ctx context.Context, key Secret, id string) (files.ProviderContent, error)
 }
 
 // Options configure a provider client. BaseURL and Timeout carry the
@@ -112,8 +131,9 @@ type Options struct {
 	// (https://api.anthropic.com). It must be https, except on a loopback
 	// host (tests, local stand-ins): keys never cross a network in clear.
 	BaseURL string
-	// Timeout bounds one Upload or Delete call as a whole, request body
-	// included. Zero leaves only the caller's context.
+	// Timeout bounds one call as a whole: an Upload with its request body,
+	// a Content until its Body is closed. Zero leaves only the caller's
+	// context.
 	Timeout time.Duration
 	// ResponseHeaderTimeout bounds the wait for the provider's answer once
 	// the whole request has been sent. Zero means DefaultResponseHeaderTimeout.
@@ -143,14 +163,14 @@ func New(name string, opts Options, log *zap.Logger) (Provider, error) {
 	return nil, fmt.Errorf("%w %q (want one of %v)", ErrUnknownProvider, name, files.Providers())
 }
 
-// ProviderError is an upload or delete the provider refused or failed, or
+// ProviderError is a call the provider refused or failed, or
 // that never got an answer. Its fields are safe to show to the client: the
 // provider's error message is not kept (it may echo the request) and is
 // logged at debug level only.
 type ProviderError struct {
 	// Provider is the provider's name.
 	Provider string
-	// Op is "upload" or "delete".
+	// Op is "upload", "delete", "list", "stat" or "content".
 	Op string
 	// Status is the provider's HTTP status; 0 when there was no answer.
 	Status int
@@ -159,6 +179,8 @@ type ProviderError struct {
 	// Type is the provider's error type (e.g. "authentication_error"), when
 	// it sent one.
 	Type string
+	// RetryAfter is the Retry-After of a 429, zero when it sent none.
+	RetryAfter time.Duration
 	// Timeout is set when the provider did not answer in time; the error
 	// then matches ErrProviderTimeout instead of ErrProvider.
 	Timeout bool

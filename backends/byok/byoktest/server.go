@@ -1,9 +1,12 @@
 // Package byoktest provides local stand-ins for the OpenAI and Anthropic
 // Files APIs, for tests of anything that uploads with a workspace's own
 // provider key. Each stand-in speaks its provider's wire protocol (paths,
-// auth and protocol headers, multipart fields, JSON answers and error
-// bodies, request-id headers), streams uploads without buffering them,
-// records what it received, and has knobs to fail, hang or redirect.
+// auth and protocol headers, multipart fields, paging parameters, JSON
+// answers and error bodies, request-id headers), streams uploads and
+// downloads without buffering them (uploaded content is kept in a temporary
+// file), records what it received, refuses what the provider would (a body
+// where none is due, unknown query parameters, downloads the provider does
+// not serve), and has knobs to fail, throttle, hang or redirect.
 //
 // The stand-ins are written from the providers' public API references and
 // deliberately share no code or constants with package byok, so a mistake
@@ -22,6 +25,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
+	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -35,23 +40,29 @@ const (
 	AnthropicKey = "sk-ant-test-8e3b5d1f6a2c"
 )
 
-// StoredFile is a file a stand-in accepted. The content itself is not kept
-// (uploads may be large): compare SHA256 and Size.
+// StoredFile is a file a stand-in holds: uploaded, or put there with Seed.
+// Compare SHA256 and Size with what was sent; the content itself can be
+// downloaded when Downloadable.
 type StoredFile struct {
 	ID          string
 	Filename    string
 	ContentType string // of the file part, as sent
 	Purpose     string // OpenAI only
 	Size        int64
-	SHA256      string // hex of the content
+	SHA256      string // hex of the content; empty for seeded files
 	CreatedAt   time.Time
-	RequestID   string
+	RequestID   string // of the upload; empty for seeded files
+	// Downloadable is whether the provider serves the content: OpenAI
+	// refuses purposes assistants and user_data (so every upload through
+	// byok), Anthropic every uploaded file.
+	Downloadable bool
 }
 
 // Request is one request a stand-in finished handling.
 type Request struct {
 	Method           string
 	Path             string
+	Query            url.Values  // the query string, parsed
 	Header           http.Header // as received, auth headers included
 	ContentLength    int64       // -1 when not declared (chunked)
 	TransferEncoding []string
@@ -71,8 +82,10 @@ type Request struct {
 	// or the client was gone.
 	Status    int
 	RequestID string
-	// FileID is the stored or deleted file, if any.
+	// FileID is the stored, described, downloaded or deleted file, if any.
 	FileID string
+	// SentBytes counts the content bytes a download wrote before it ended.
+	SentBytes int64
 }
 
 // Server is a running stand-in. Its methods are safe for concurrent use.
@@ -87,9 +100,11 @@ type Server struct {
 	dialect dialect
 	srv     *httptest.Server
 	release chan struct{}
+	dir     string // uploaded contents
 
 	mu       sync.Mutex
 	files    map[string]StoredFile
+	contents map[string]source
 	order    []string
 	requests []Request
 	changed  chan struct{} // closed and replaced when requests grows
@@ -101,33 +116,52 @@ type knobs struct {
 	deleteStatus int    // answer deletes with this error status
 	hang         bool   // read uploads, never answer
 	redirectTo   string // answer uploads with 307 to this URL
+	// The same for reads: list, metadata, content.
+	readStatus     int
+	hangReads      bool
+	redirectReads  string
+	retryAfter     string // Retry-After of 429 answers
+	stallAfter     int64  // downloads stop after this many bytes (-1: never)
+	stallDownloads bool
 }
 
 // NewOpenAI starts an OpenAI Files API stand-in, closed when the test ends.
 //
-//	POST   /v1/files       multipart: purpose, file; Authorization: Bearer
+//	POST   /v1/files              multipart: purpose, file; Authorization: Bearer
+//	GET    /v1/files              ?after=&limit=(1-10000, default 10000)&order=asc|desc&purpose=
+//	GET    /v1/files/{id}
+//	GET    /v1/files/{id}/content
 //	DELETE /v1/files/{id}
 func NewOpenAI(t testing.TB) *Server { return start(t, openAI{}, OpenAIKey, "/v1") }
 
 // NewAnthropic starts an Anthropic Files API stand-in, closed when the test
 // ends.
 //
-//	POST   /v1/files       multipart: file; x-api-key, anthropic-version,
-//	                       anthropic-beta: files-api-2025-04-14
+//	POST   /v1/files              multipart: file; x-api-key, anthropic-version,
+//	                              anthropic-beta: files-api-2025-04-14
+//	GET    /v1/files              ?after_id=|before_id=&limit=(1-1000, default 20), newest first
+//	GET    /v1/files/{id}
+//	GET    /v1/files/{id}/content
 //	DELETE /v1/files/{id}
 func NewAnthropic(t testing.TB) *Server { return start(t, anthropic{}, AnthropicKey, "") }
 
 func start(t testing.TB, d dialect, key, basePath string) *Server {
 	t.Helper()
 	s := &Server{
-		Key:     key,
-		dialect: d,
-		release: make(chan struct{}),
-		files:   map[string]StoredFile{},
-		changed: make(chan struct{}),
+		Key:      key,
+		dialect:  d,
+		release:  make(chan struct{}),
+		dir:      t.TempDir(),
+		files:    map[string]StoredFile{},
+		contents: map[string]source{},
+		changed:  make(chan struct{}),
+		knobs:    knobs{stallAfter: -1},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/files", s.upload)
+	mux.HandleFunc("GET /v1/files", s.list)
+	mux.HandleFunc("GET /v1/files/{id}", s.stat)
+	mux.HandleFunc("GET /v1/files/{id}/content", s.content)
 	mux.HandleFunc("DELETE /v1/files/{id}", s.delete)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		rec := s.begin(r)
@@ -159,8 +193,30 @@ func (s *Server) Hang() { s.setKnobs(func(k *knobs) { k.hang = true }) }
 // RedirectTo makes later uploads answer 307 Temporary Redirect to url.
 func (s *Server) RedirectTo(url string) { s.setKnobs(func(k *knobs) { k.redirectTo = url }) }
 
+// FailReads makes later lists, metadata requests and downloads answer
+// status with the provider's error body; 0 restores success.
+func (s *Server) FailReads(status int) { s.setKnobs(func(k *knobs) { k.readStatus = status }) }
+
+// RetryAfter makes later 429 answers carry Retry-After: v (seconds or an
+// HTTP date); "" sends none.
+func (s *Server) RetryAfter(v string) { s.setKnobs(func(k *knobs) { k.retryAfter = v }) }
+
+// HangReads makes later lists, metadata requests and downloads never
+// answer, until the client gives up or the test ends.
+func (s *Server) HangReads() { s.setKnobs(func(k *knobs) { k.hangReads = true }) }
+
+// RedirectReadsTo makes later lists, metadata requests and downloads answer
+// 307 Temporary Redirect to url.
+func (s *Server) RedirectReadsTo(url string) { s.setKnobs(func(k *knobs) { k.redirectReads = url }) }
+
+// StallDownloadsAfter makes later downloads send their headers and n bytes
+// of content, then nothing more until the client gives up or the test ends.
+func (s *Server) StallDownloadsAfter(n int64) {
+	s.setKnobs(func(k *knobs) { k.stallAfter, k.stallDownloads = n, true })
+}
+
 // Reset restores normal behaviour; stored files and recorded requests stay.
-func (s *Server) Reset() { s.setKnobs(func(k *knobs) { *k = knobs{} }) }
+func (s *Server) Reset() { s.setKnobs(func(k *knobs) { *k = knobs{stallAfter: -1} }) }
 
 func (s *Server) setKnobs(f func(*knobs)) {
 	s.mu.Lock()
@@ -223,6 +279,7 @@ func (s *Server) begin(r *http.Request) Request {
 	return Request{
 		Method:           r.Method,
 		Path:             r.URL.Path,
+		Query:            r.URL.Query(),
 		Header:           r.Header.Clone(),
 		ContentLength:    r.ContentLength,
 		TransferEncoding: slices.Clone(r.TransferEncoding),
@@ -259,7 +316,20 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, &rec, status, typ, msg)
 		return
 	}
-	sum, err := s.readForm(r, &rec)
+	tmp, err := os.CreateTemp(s.dir, "upload-*")
+	if err != nil {
+		drain(r)
+		s.fail(w, &rec, http.StatusInternalServerError, "api_error", "stand-in cannot keep the upload: "+err.Error())
+		return
+	}
+	kept := false
+	defer func() {
+		tmp.Close()
+		if !kept {
+			os.Remove(tmp.Name())
+		}
+	}()
+	sum, err := s.readForm(r, &rec, tmp)
 	if err != nil {
 		// The body ended early or is not a proper form: nothing is stored.
 		s.fail(w, &rec, http.StatusBadRequest, "invalid_request_error", err.Error())
@@ -293,17 +363,18 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		CreatedAt:   time.Now().UTC(),
 		RequestID:   rec.RequestID,
 	}
-	s.mu.Lock()
-	s.files[f.ID] = f
-	s.order = append(s.order, f.ID)
-	s.mu.Unlock()
+	f.Downloadable = s.dialect.downloadable(f, false)
+	path := tmp.Name()
+	kept = true
+	s.store(f, source{path: path, open: func() (io.ReadCloser, error) { return os.Open(path) }})
 	rec.FileID = f.ID
 	s.answer(w, &rec, http.StatusOK, s.dialect.fileObject(f))
 }
 
-// readForm streams the multipart body, hashing the file part. It returns an
-// error for a body that is not a complete multipart form.
-func (s *Server) readForm(r *http.Request, rec *Request) (string, error) {
+// readForm streams the multipart body, hashing the file part and copying it
+// to content. It returns an error for a body that is not a complete
+// multipart form.
+func (s *Server) readForm(r *http.Request, rec *Request, content io.Writer) (string, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" {
 		drain(r)
@@ -329,7 +400,7 @@ func (s *Server) readForm(r *http.Request, rec *Request) (string, error) {
 			rec.FileParts++
 			if rec.FileParts == 1 {
 				rec.Filename, rec.ContentType = rawFilename(p.Header), p.Header.Get("Content-Type")
-				n, err := io.Copy(h, p)
+				n, err := io.Copy(io.MultiWriter(h, content), p)
 				rec.BodyBytes += n
 				if err != nil {
 					return "", fmt.Errorf("malformed multipart body: %v", err)
@@ -352,8 +423,7 @@ func (s *Server) readForm(r *http.Request, rec *Request) (string, error) {
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	rec := s.begin(r)
 	defer func() { s.finish(rec) }()
-	drain(r)
-	if status, typ, msg := s.authorize(r); status != 0 {
+	if status, typ, msg := s.refuseBodyOrKey(r); status != 0 {
 		s.fail(w, &rec, status, typ, msg)
 		return
 	}
@@ -364,6 +434,11 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	_, ok := s.files[id]
 	if ok && status == 0 {
 		delete(s.files, id)
+		if c := s.contents[id]; c.path != "" {
+			// A download still reading it keeps its open file.
+			_ = os.Remove(c.path)
+		}
+		delete(s.contents, id)
 		s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == id })
 	}
 	s.mu.Unlock()
@@ -382,6 +457,14 @@ func (s *Server) authorize(r *http.Request) (status int, typ, msg string) {
 }
 
 func (s *Server) fail(w http.ResponseWriter, rec *Request, status int, typ, msg string) {
+	if status == http.StatusTooManyRequests {
+		s.mu.Lock()
+		ra := s.knobs.retryAfter
+		s.mu.Unlock()
+		if ra != "" {
+			w.Header().Set("Retry-After", ra)
+		}
+	}
 	s.answer(w, rec, status, s.dialect.errorBody(typ, msg, rec.RequestID))
 }
 
