@@ -272,8 +272,10 @@ func testServiceKeyRole(t *testing.T, b backend) {
 
 // testListingIndex: the listing index exists under its name and replaced the
 // single-column one.
-func testListingIndex(t *testing.T, b backend) {
-	s := b.store(t)
+func testListingIndex(t *testing.T, b backend) { testListingIndexOn(t, b, b.store(t)) }
+
+func testListingIndexOn(t *testing.T, b backend, s *Store) {
+	t.Helper()
 	q := `SELECT COUNT(*) FROM pg_indexes WHERE indexname = $1`
 	if b.driver == DriverSQLite {
 		q = `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = $1`
@@ -350,4 +352,35 @@ func benchWorkspace(b *testing.B, be backend, n int) (*Store, string) {
 		b.Fatal(err)
 	}
 	return s, w.ID
+}
+
+// testPlaceholderReplaced: a database that recorded the placeholder of
+// version 4 (made by a binary from before the file listing) gets the real
+// migration on its next Open.
+func testPlaceholderReplaced(t *testing.T, b backend) {
+	dsn := b.fresh(t)
+	s := b.open(t, dsn)
+	ctx := testContext(t)
+	for _, stmt := range []string{
+		`DROP INDEX files_workspace_created`,
+		`CREATE INDEX files_workspace_id ON files (workspace_id)`,
+		`UPDATE schema_migrations SET name = '0004_reserved_for_file_listing' WHERE version = 4`,
+	} {
+		if _, err := s.w.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	again := b.open(t, dsn)
+	testListingIndexOn(t, b, again)
+	var name string
+	rawQuery(t, again.r, &name, `SELECT name FROM schema_migrations WHERE version = 4`)
+	if name != "0004_file_listing" {
+		t.Errorf("version 4 recorded as %q", name)
+	}
+	mustUser(t, again, "alice")
+	_, k, _ := policy.NewKey()
+	k.UserID, k.Name, k.Role, k.CreatedAt = "alice", "svc", policy.RoleService, time.Now()
+	if err := again.CreateKey(ctx, k); err != nil {
+		t.Errorf("CreateKey(service) after the upgrade: %v", err)
+	}
 }

@@ -88,8 +88,15 @@ func (s *Store) migrate(ctx context.Context) error {
 			newest = max(newest, v)
 		}
 		for _, m := range ms {
-			if applied[m.version] {
+			if name, ok := applied[m.version]; ok && !(placeholders[name] && name != m.name) {
 				continue
+			}
+			if _, ok := applied[m.version]; ok {
+				// A placeholder held this version in the database; the
+				// real migration replaces it, and takes over its record.
+				if _, err := tx.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = $1`, m.version); err != nil {
+					return fmt.Errorf("replace %s: %w", applied[m.version], err)
+				}
 			}
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
@@ -111,19 +118,25 @@ func (s *Store) migrate(ctx context.Context) error {
 	})
 }
 
-func appliedVersions(ctx context.Context, tx *sql.Tx) (map[int]bool, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+// placeholders are migrations that held a version number, doing nothing,
+// until the real migration of that number was merged. A database that
+// recorded one gets the real migration on its next Open.
+var placeholders = map[string]bool{"0004_reserved_for_file_listing": true}
+
+func appliedVersions(ctx context.Context, tx *sql.Tx) (map[int]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version, name FROM schema_migrations`)
 	if err != nil {
 		return nil, fmt.Errorf("read schema_migrations: %w", err)
 	}
 	defer rows.Close()
-	applied := make(map[int]bool)
+	applied := make(map[int]string)
 	for rows.Next() {
 		var v int
-		if err := rows.Scan(&v); err != nil {
+		var name string
+		if err := rows.Scan(&v, &name); err != nil {
 			return nil, err
 		}
-		applied[v] = true
+		applied[v] = name
 	}
 	return applied, rows.Err()
 }
