@@ -133,6 +133,8 @@ func (a *API) Handler() http.Handler {
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
 	r.Handle("/metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{Registry: a.registry}))
+	// The API's description is public: a client reads it before it has a key.
+	r.Get(apiPrefix+"/openapi.json", a.openAPI)
 
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate)

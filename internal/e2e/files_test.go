@@ -1261,7 +1261,7 @@ func TestFileUploadQuota(t *testing.T) {
 					req, _ := http.NewRequest("POST", e.g.URL+fileUploadPath, bytes.NewReader(body))
 					req.Header.Set("Authorization", "Bearer "+key)
 					req.Header.Set("Content-Type", ct)
-					resp, err := http.DefaultClient.Do(req)
+					resp, err := e.g.client.Do(req)
 					if err != nil {
 						results[i].err = err
 						return

@@ -33,6 +33,8 @@ type testGateway struct {
 	rt         *app.Runtime
 	app        *app.App
 	srv        *httptest.Server
+	// client checks every answer against the OpenAPI document.
+	client *http.Client
 }
 
 // storeCase is one metadata store the black-box suites run against.
@@ -122,7 +124,7 @@ func startGateway(t *testing.T, cfg config.Config) *testGateway {
 		_ = a.Close()
 		_ = rt.Close()
 	})
-	return &testGateway{URL: srv.URL, ConfigPath: path, Config: cfg, rt: rt, app: a, srv: srv}
+	return &testGateway{URL: srv.URL, ConfigPath: path, Config: cfg, rt: rt, app: a, srv: srv, client: contractClient(t, nil)}
 }
 
 // buildApp opens the runtime and builds the gateway on cfg as `serve` does;
@@ -226,7 +228,7 @@ func (g *testGateway) do(t *testing.T, method, path, key string, body io.Reader,
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := g.client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -244,12 +246,14 @@ func TestHarnessServesAndAuthenticates(t *testing.T) {
 			cfg := testConfig(t)
 			sc.configure(t, &cfg)
 			g := startGateway(t, cfg)
-			key := g.newKey(t, "alice")
-			resp, body := g.do(t, "GET", "/api/v1/model/openai/gpt-4o", key, nil, nil)
-			if resp.StatusCode != 200 {
-				t.Fatalf("model lookup = %d %s", resp.StatusCode, body)
+			ctx := context.Background()
+			if _, err := g.newClient(t, g.newKey(t, "alice")).GetModel(ctx, "openai/gpt-4o"); err != nil {
+				t.Fatalf("model lookup: %v", err)
 			}
-			resp, _ = g.do(t, "GET", "/api/v1/model/openai/gpt-4o", "", nil, nil)
+			_, err := g.newClient(t, "sk-gw-unknown.secret").GetModel(ctx, "openai/gpt-4o")
+			apiError(t, err, http.StatusUnauthorized)
+			// No key at all is raw HTTP: the client always sends one.
+			resp, _ := g.do(t, "GET", "/api/v1/model/openai/gpt-4o", "", nil, nil)
 			if resp.StatusCode != 401 {
 				t.Fatalf("unauthenticated lookup = %d, want 401", resp.StatusCode)
 			}

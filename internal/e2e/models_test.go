@@ -1111,7 +1111,8 @@ func TestModelConcurrentReloads(t *testing.T) {
 		t.Fatal("the two versions have the same ETags: the test would prove nothing")
 	}
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 10 * time.Second}
+	client := contractClient(t, &http.Transport{MaxIdleConnsPerHost: 8})
+	client.Timeout = 10 * time.Second
 	defer client.CloseIdleConnections()
 	get := func(p string) (versionAnswer, int, error) {
 		req, err := http.NewRequest("GET", g.URL+p, nil)

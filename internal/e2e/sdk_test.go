@@ -227,7 +227,7 @@ func TestSDKRequestsReplayed(t *testing.T) {
 					}
 					req.Header.Set(k, strings.ReplaceAll(v, "{key}", key))
 				}
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := g.client.Do(req)
 				if err != nil {
 					t.Fatalf("request %d (%s): %v", i, c.Op, err)
 				}

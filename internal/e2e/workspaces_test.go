@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aigateway/gateway/client"
 )
 
 const (
@@ -95,7 +98,7 @@ func wsSend(g *testGateway, method, path, key string, body io.Reader, header htt
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := g.client.Do(req)
 	if err != nil {
 		return wsReply{}, err
 	}
@@ -1495,71 +1498,81 @@ func testWorkspaceUpdateIdempotency(t *testing.T, g *testGateway) {
 // testWorkspaceUpdateConcurrent: PATCHes of different fields sent at once
 // all land.
 func testWorkspaceUpdateConcurrent(t *testing.T, g *testGateway) {
-	mgmt := g.newKey(t, "update-race-user", "--management")
-	_, data := wsMustCreate(t, g, mgmt, `{"name":"Race","slug":"race"}`)
-	id := data["id"].(string)
-	bodies := []string{
-		`{"name":"Raced"}`,
-		`{"description":"raced"}`,
-		`{"io_logging_sampling_rate":0.5}`,
-		`{"is_observability_io_logging_enabled":true}`,
-		`{"default_provider_sort":"throughput"}`,
-		`{"io_logging_api_key_ids":["a"]}`,
+	c := g.newClient(t, g.newKey(t, "update-race-user", "--management"))
+	ctx := context.Background()
+	w, err := c.CreateWorkspace(ctx, client.WorkspaceCreate{Name: "Race", Slug: "race"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	h := http.Header{"Content-Type": {"application/json"}}
-	replies := make([]wsReply, len(bodies))
-	errs := make([]error, len(bodies))
+	updates := []client.WorkspaceUpdate{
+		{Name: client.Set("Raced")},
+		{Description: client.Set("raced")},
+		{IOLoggingSamplingRate: client.Set(0.5)},
+		{IsObservabilityIOLoggingEnabled: client.Set(true)},
+		{DefaultProviderSort: client.Set("throughput")},
+		{IOLoggingAPIKeyIDs: client.Set([]string{"a"})},
+	}
+	errs := make([]error, len(updates))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	for i, b := range bodies {
+	for i, u := range updates {
 		wg.Go(func() {
 			<-start
-			replies[i], errs[i] = wsSend(g, http.MethodPatch, workspacesPath+"/"+id, mgmt, strings.NewReader(b), h)
+			_, errs[i] = c.UpdateWorkspace(ctx, w.ID, u)
 		})
 	}
 	close(start)
 	wg.Wait()
-	for i := range bodies {
-		if errs[i] != nil || replies[i].status != http.StatusOK {
-			t.Fatalf("PATCH %s = %v %d %s", bodies[i], errs[i], replies[i].status, replies[i].body)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("update %d: %v", i, err)
 		}
 	}
-	got := wsData(t, getWS(t, g, mgmt, id))
-	for field, want := range map[string]any{
-		"name": "Raced", "description": "raced", "io_logging_sampling_rate": 0.5,
-		"is_observability_io_logging_enabled": true, "default_provider_sort": "throughput",
-		"io_logging_api_key_ids": []any{"a"},
-	} {
-		if !reflect.DeepEqual(got[field], want) {
-			t.Errorf("%s = %#v, want %#v: a concurrent PATCH was lost", field, got[field], want)
-		}
+	got, err := c.GetWorkspace(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "Raced" || got.Description != "raced" || got.IOLoggingSamplingRate != 0.5 ||
+		!got.IsObservabilityIOLoggingEnabled || got.DefaultProviderSort == nil || *got.DefaultProviderSort != "throughput" ||
+		!reflect.DeepEqual(got.IOLoggingAPIKeyIDs, []string{"a"}) {
+		t.Errorf("after concurrent updates %+v: an update was lost", got)
 	}
 }
 
 func testWorkspaceDelete(t *testing.T, g *testGateway) {
-	mgmt := g.newKey(t, "delete-user", "--management")
-	_, data := wsMustCreate(t, g, mgmt, `{"name":"Doomed","slug":"doomed"}`)
-	id := data["id"].(string)
-	_, kept := wsMustCreate(t, g, mgmt, `{"name":"Kept","slug":"kept"}`)
-
-	r := deleteWS(t, g, mgmt, "doomed")
-	if r.status != http.StatusOK || string(r.body) != `{"deleted":true}` {
-		t.Fatalf("DELETE = %d %s, want 200 {\"deleted\":true}", r.status, r.body)
+	c := g.newClient(t, g.newKey(t, "delete-user", "--management"))
+	ctx := context.Background()
+	doomed, err := c.CreateWorkspace(ctx, client.WorkspaceCreate{Name: "Doomed", Slug: "doomed"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, ref := range []string{id, "doomed"} {
-		wsErrorEnvelope(t, getWS(t, g, mgmt, ref), http.StatusNotFound, "Resource not found")
-		wsErrorEnvelope(t, deleteWS(t, g, mgmt, ref), http.StatusNotFound, "Resource not found")
-		wsErrorEnvelope(t, patchWS(t, g, mgmt, ref, `{}`), http.StatusNotFound, "Resource not found")
+	kept, err := c.CreateWorkspace(ctx, client.WorkspaceCreate{Name: "Kept", Slug: "kept"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if slugs, total := wsList(t, listWS(t, g, mgmt, "")); !reflect.DeepEqual(slugs, []string{"kept"}) || total != 1 {
-		t.Errorf("list after delete = %v (%d), want [kept]", slugs, total)
+	if err := c.DeleteWorkspace(ctx, "doomed"); err != nil {
+		t.Fatal(err)
 	}
-	_, again := wsMustCreate(t, g, mgmt, `{"name":"Doomed again","slug":"doomed"}`)
-	if again["id"] == id {
+	for _, ref := range []string{doomed.ID, "doomed"} {
+		_, err := c.GetWorkspace(ctx, ref)
+		apiError(t, err, http.StatusNotFound)
+		apiError(t, c.DeleteWorkspace(ctx, ref), http.StatusNotFound)
+		_, err = c.UpdateWorkspace(ctx, ref, client.WorkspaceUpdate{})
+		apiError(t, err, http.StatusNotFound)
+	}
+	page, err := c.ListWorkspaces(ctx, 0, 50)
+	if err != nil || page.Total != 1 || len(page.Workspaces) != 1 || page.Workspaces[0].Slug != "kept" {
+		t.Errorf("list after delete = %+v, %v; want [kept]", page, err)
+	}
+	again, err := c.CreateWorkspace(ctx, client.WorkspaceCreate{Name: "Doomed again", Slug: "doomed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID == doomed.ID {
 		t.Error("the reused slug got the deleted workspace's id")
 	}
-	if r := deleteWS(t, g, mgmt, kept["id"].(string)); r.status != http.StatusOK {
-		t.Errorf("DELETE by id = %d %s", r.status, r.body)
+	if err := c.DeleteWorkspace(ctx, kept.ID); err != nil {
+		t.Errorf("delete by id: %v", err)
 	}
 }
 
@@ -1591,11 +1604,12 @@ func testWorkspaceDeleteRefused(t *testing.T, g *testGateway) {
 
 	t.Run("file", func(t *testing.T) {
 		_, data := wsMustCreate(t, g, mgmt, `{"name":"Filed","slug":"filed"}`)
-		body, ct := fileForm(fileSingle("notes.txt", []byte("hello, workspace")))
-		resp, out := g.do(t, http.MethodPost, "/api/v1/files?workspace_id="+data["id"].(string), mgmt, bytes.NewReader(body),
-			http.Header{"Content-Type": {ct}})
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("upload = %d %s", resp.StatusCode, out)
+		content := "hello, workspace"
+		_, err := g.newClient(t, mgmt).UploadFile(context.Background(),
+			client.Upload{Filename: "notes.txt", Content: strings.NewReader(content), Size: int64(len(content))},
+			client.InWorkspace(data["id"].(string)))
+		if err != nil {
+			t.Fatalf("upload: %v", err)
 		}
 		wantRefused(t, "filed", map[string]any{"files": 1, "keys": 0})
 	})

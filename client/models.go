@@ -1,0 +1,161 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+)
+
+// Model is one model of the catalog. Fields the spec marks "or null" are
+// pointers (nil: null or absent).
+type Model struct {
+	ID                  string             `json:"id"`
+	CanonicalSlug       string             `json:"canonical_slug"`
+	Name                string             `json:"name"`
+	Created             int64              `json:"created"`
+	Description         string             `json:"description,omitempty"`
+	ContextLength       *int64             `json:"context_length"`
+	ExpirationDate      *string            `json:"expiration_date,omitempty"`
+	KnowledgeCutoff     *string            `json:"knowledge_cutoff,omitempty"`
+	HubID               *string            `json:"hub_id,omitempty"`
+	Pricing             Pricing            `json:"pricing"`
+	Architecture        Architecture       `json:"architecture"`
+	TopProvider         TopProvider        `json:"top_provider"`
+	PerRequestLimits    *PerRequestLimits  `json:"per_request_limits"`
+	SupportedParameters []string           `json:"supported_parameters"`
+	DefaultParameters   *DefaultParameters `json:"default_parameters"`
+	SupportedVoices     []string           `json:"supported_voices"`
+	Links               struct {
+		Details string `json:"details"`
+	} `json:"links"`
+	Reasoning   *Reasoning   `json:"reasoning,omitempty"`
+	AliasTarget *AliasTarget `json:"alias_target,omitempty"`
+	Benchmarks  *Benchmarks  `json:"benchmarks,omitempty"`
+}
+
+// Pricing holds prices in USD as decimal strings, as the gateway sends
+// them (no rounding through float64).
+type Pricing struct {
+	Prompt            string            `json:"prompt"`
+	Completion        string            `json:"completion"`
+	Request           string            `json:"request,omitempty"`
+	Image             string            `json:"image,omitempty"`
+	ImageOutput       string            `json:"image_output,omitempty"`
+	ImageToken        string            `json:"image_token,omitempty"`
+	Audio             string            `json:"audio,omitempty"`
+	AudioOutput       string            `json:"audio_output,omitempty"`
+	InputAudioCache   string            `json:"input_audio_cache,omitempty"`
+	InputCacheRead    string            `json:"input_cache_read,omitempty"`
+	InputCacheWrite   string            `json:"input_cache_write,omitempty"`
+	InputCacheWrite1h string            `json:"input_cache_write_1h,omitempty"`
+	InternalReasoning string            `json:"internal_reasoning,omitempty"`
+	WebSearch         string            `json:"web_search,omitempty"`
+	Discount          *float64          `json:"discount,omitempty"`
+	Overrides         []PricingOverride `json:"overrides,omitempty"`
+}
+
+// PricingOverride is a conditional price: it applies when all its
+// conditions hold; later ones win per price key.
+type PricingOverride struct {
+	MinPromptTokens   *float64 `json:"min_prompt_tokens,omitempty"`
+	UTCStart          *float64 `json:"utc_start,omitempty"`
+	UTCEnd            *float64 `json:"utc_end,omitempty"`
+	Prompt            string   `json:"prompt,omitempty"`
+	Completion        string   `json:"completion,omitempty"`
+	Audio             string   `json:"audio,omitempty"`
+	InputAudioCache   string   `json:"input_audio_cache,omitempty"`
+	InputCacheRead    string   `json:"input_cache_read,omitempty"`
+	InputCacheWrite   string   `json:"input_cache_write,omitempty"`
+	InputCacheWrite1h string   `json:"input_cache_write_1h,omitempty"`
+}
+
+// Architecture describes a model's modalities and formats.
+type Architecture struct {
+	Modality         *string  `json:"modality"`
+	InputModalities  []string `json:"input_modalities"`
+	OutputModalities []string `json:"output_modalities"`
+	InstructType     *string  `json:"instruct_type,omitempty"`
+	Tokenizer        string   `json:"tokenizer,omitempty"`
+}
+
+// TopProvider is what the best provider of the model offers.
+type TopProvider struct {
+	ContextLength       *int64 `json:"context_length,omitempty"`
+	IsModerated         bool   `json:"is_moderated"`
+	MaxCompletionTokens *int64 `json:"max_completion_tokens,omitempty"`
+}
+
+// PerRequestLimits bounds the tokens of one request.
+type PerRequestLimits struct {
+	PromptTokens     float64 `json:"prompt_tokens"`
+	CompletionTokens float64 `json:"completion_tokens"`
+}
+
+// DefaultParameters are the model's default sampling parameters.
+type DefaultParameters struct {
+	Temperature       *float64 `json:"temperature,omitempty"`
+	TopP              *float64 `json:"top_p,omitempty"`
+	TopK              *int64   `json:"top_k,omitempty"`
+	FrequencyPenalty  *float64 `json:"frequency_penalty,omitempty"`
+	PresencePenalty   *float64 `json:"presence_penalty,omitempty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty,omitempty"`
+}
+
+// Reasoning describes a reasoning model's settings.
+type Reasoning struct {
+	Mandatory         bool     `json:"mandatory"`
+	DefaultEffort     *string  `json:"default_effort,omitempty"`
+	DefaultEnabled    *bool    `json:"default_enabled,omitempty"`
+	SupportedEfforts  []string `json:"supported_efforts,omitempty"`
+	SupportsMaxTokens bool     `json:"supports_max_tokens,omitempty"`
+}
+
+// AliasTarget is the concrete model a ~author/name-latest alias stands for.
+type AliasTarget struct {
+	Slug string `json:"slug"`
+	Name string `json:"name"`
+}
+
+// Benchmarks are the model's published benchmark results.
+type Benchmarks struct {
+	Arena []struct {
+		Arena    string  `json:"arena"`
+		Category string  `json:"category"`
+		Rating   float64 `json:"rating"`
+		WinRate  float64 `json:"win_rate"`
+		Rank     int     `json:"rank"`
+	} `json:"arena_benchmark"`
+	Index *struct {
+		Intelligence *float64 `json:"intelligence_index"`
+		Coding       *float64 `json:"coding_index"`
+		Agentic      *float64 `json:"agentic_index"`
+	} `json:"index_benchmark,omitempty"`
+}
+
+// GetModel returns the model with id "author/slug" (a variant
+// "author/slug:free" and a "~author/name-latest" alias work too).
+func (c *Client) GetModel(ctx context.Context, id string) (*Model, error) {
+	author, slug, ok := strings.Cut(id, "/")
+	if !ok || author == "" || slug == "" {
+		return nil, errors.New("client: a model id is author/slug")
+	}
+	var out struct {
+		Data Model `json:"data"`
+	}
+	if err := c.getJSON(ctx, "/model/"+url.PathEscape(author)+"/"+url.PathEscape(slug), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out.Data, nil
+}
+
+// ListModels returns every model of the catalog, sorted by id.
+func (c *Client) ListModels(ctx context.Context) ([]Model, error) {
+	var out struct {
+		Data []Model `json:"data"`
+	}
+	if err := c.getJSON(ctx, "/models", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Data, nil
+}
