@@ -315,7 +315,7 @@ func (s *ReadService) Get(ctx context.Context, p FileParams) (File, error) {
 // then our record of it (if any); the provider not knowing it while we
 // still hold a record counts as deleted, so a retry completes.
 //
-// Errors: policy.ErrForbidden for a service key; ErrNotFound (also for the
+// Errors: policy.ErrReadOnlyKey for a service key; ErrNotFound (also for the
 // loser of two concurrent deletes); errors as Get.
 func (s *ReadService) Delete(ctx context.Context, p FileParams) error {
 	ws, err := s.fileWorkspace(ctx, p, true)
@@ -524,11 +524,11 @@ func (s *ReadService) fileWorkspace(ctx context.Context, p FileParams, write boo
 // workspace resolves the workspace of a request and checks the provider
 // name. Standard keys use their own workspace; management and service keys
 // any workspace of their user (default: the user's default workspace).
-// Service keys only read: a write is policy.ErrForbidden.
+// Service keys only read: a write is policy.ErrReadOnlyKey.
 func (s *ReadService) workspace(ctx context.Context, t Target, write bool) (string, error) {
 	k := t.Key
 	if write && k.Role == policy.RoleService {
-		return "", policy.ErrForbidden
+		return "", policy.ErrReadOnlyKey
 	}
 	if t.Provider != "" && !IsProvider(t.Provider) {
 		return "", ErrUnknownProvider

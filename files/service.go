@@ -178,13 +178,13 @@ type upload struct {
 // reservation and the shared limits, before any byte is read. On error
 // nothing is held.
 //
-// Errors: policy.ErrForbidden for a service key; ErrInvalidWorkspaceID,
+// Errors: policy.ErrReadOnlyKey for a service key; ErrInvalidWorkspaceID,
 // ErrWorkspaceForbidden; ErrUnknownProvider,
 // ErrNoProviderKey; the Admission's denial; ErrQuotaExceeded; the store's
 // and the workspace service's failures.
 func (s *Service) Begin(ctx context.Context, p Params) (_ Upload, err error) {
 	if p.Key.Role == policy.RoleService {
-		return nil, policy.ErrForbidden // service keys only read
+		return nil, policy.ErrReadOnlyKey
 	}
 	ws, err := s.resolveWorkspace(ctx, p)
 	if err != nil {

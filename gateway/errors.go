@@ -38,6 +38,7 @@ const (
 	msgMissingAuth        = "Missing Authentication header"
 	msgInvalidAuth        = "Invalid authentication credentials"
 	msgManagementOnly     = "Only management keys can perform this operation"
+	msgReadOnlyKey        = "Service keys can only look up models and read files"
 	msgNotFound           = "Resource not found"
 	msgMethodNotAllowed   = "Method not allowed"
 	msgConflict           = "Resource already exists"
@@ -68,6 +69,7 @@ type errorKind struct {
 var errorTable = []errorKind{
 	{policy.ErrUnauthenticated, http.StatusUnauthorized, msgMissingAuth},
 	{policy.ErrInvalidKey, http.StatusUnauthorized, msgInvalidAuth},
+	{policy.ErrReadOnlyKey, http.StatusForbidden, msgReadOnlyKey},
 	{policy.ErrForbidden, http.StatusForbidden, msgManagementOnly},
 	{policy.ErrModelNotAllowed, http.StatusForbidden, msgModelNotAllowed},
 	{errNotFound, http.StatusNotFound, msgNotFound},
@@ -108,6 +110,27 @@ var errorTable = []errorKind{
 	{files.ErrStorageUnavailable, http.StatusServiceUnavailable, msgUnavailable},
 	{files.ErrProviderTimeout, http.StatusGatewayTimeout, msgProviderTimeout},
 	{files.ErrProvider, http.StatusBadGateway, msgProviderError},
+}
+
+// paramHints name the parameter at fault for refusals whose errors carry no
+// metadata of their own, so every 400 says what to fix.
+var paramHints = []struct {
+	target error
+	fields map[string]any
+}{
+	{files.ErrInvalidWorkspaceID, map[string]any{"workspace_id": "must be a UUID"}},
+	{files.ErrUnknownProvider, map[string]any{"provider": "must be openai or anthropic"}},
+	{files.ErrNoProviderKey, map[string]any{"provider": "no key of this provider is stored for the workspace"}},
+}
+
+// hintFor returns the metadata naming err's parameter, or nil.
+func hintFor(err error) map[string]any {
+	for _, h := range paramHints {
+		if errors.Is(err, h.target) {
+			return map[string]any{"fields": h.fields}
+		}
+	}
+	return nil
 }
 
 // metadataError is implemented by errors that carry client-safe details.
@@ -174,6 +197,8 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 		var me metadataError
 		if errors.As(err, &me) {
 			env.Error.Metadata = me.Metadata()
+		} else {
+			env.Error.Metadata = hintFor(err)
 		}
 		log.Debug("request refused", zap.Int("status", status), zap.String("request_id", requestIDFrom(r.Context())), zap.Error(err))
 	} else {

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -57,6 +58,9 @@ var (
 	ErrInvalidKey = errors.New("invalid api key")
 	// ErrForbidden means the key is valid but lacks the role or scope.
 	ErrForbidden = errors.New("forbidden")
+	// ErrReadOnlyKey: a service key asked to change something; service keys
+	// only look up models and read files. It is an ErrForbidden.
+	ErrReadOnlyKey = fmt.Errorf("%w: service keys only read", ErrForbidden)
 	// ErrModelNotAllowed means the key's model allowlist excludes the model.
 	ErrModelNotAllowed = errors.New("model not allowed for this key")
 )
