@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aigateway/gateway/files"
 	"github.com/go-chi/chi/v5"
@@ -204,7 +205,7 @@ func (a *API) fileContent(w http.ResponseWriter, r *http.Request) error {
 			h.Set("Content-Length", strconv.FormatInt(c.Size, 10))
 		}
 		w.WriteHeader(http.StatusOK)
-		return copyBody(w, body)
+		return a.send(w, body, c.Size)
 	}
 
 	etag := `"` + c.SHA256 + `"`
@@ -247,24 +248,56 @@ func (a *API) fileContent(w http.ResponseWriter, r *http.Request) error {
 		body.Close()
 		return nil
 	}
-	return copyBody(w, body)
+	return a.send(w, body, length)
 }
 
-// copyBody sends body and closes it. A failure mid-stream is returned, and
-// writeError then aborts the response: the client sees a broken transfer,
-// never a short file that looks complete.
-func copyBody(w http.ResponseWriter, body io.ReadCloser) error {
+// send sends body, length bytes or -1 when unknown, and closes it. A
+// failure mid-stream is returned, and writeError then aborts the response:
+// the client sees a broken transfer, never a short file that looks complete.
+//
+// A client that stops reading must not hold its connection and the open
+// object for ever (there is no server-wide write timeout: downloads may be
+// long). A known length gets one write deadline: the body timeout plus the
+// time the length takes at the minimum transfer rate, so the file still
+// goes out with sendfile(2). A stream of unknown length (a provider's) gets
+// an idle deadline, moved forward as bytes go out.
+func (a *API) send(w http.ResponseWriter, body io.ReadCloser, length int64) error {
 	defer body.Close()
+	rc := http.NewResponseController(w)
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the next request on the connection starts afresh
+	var dst io.Writer = w
+	if length >= 0 && a.minUploadRate > 0 {
+		_ = rc.SetWriteDeadline(time.Now().Add(a.bodyTimeout + time.Duration(length/a.minUploadRate)*time.Second))
+	} else {
+		dst = &idleWriter{w: w, rc: rc, idle: a.bodyTimeout}
+	}
 	// An *os.File (or a limited one) reaches the connection's ReadFrom
 	// as is, which sends it with sendfile(2).
 	src := io.Reader(body)
 	if u, ok := body.(interface{ Unwrap() io.Reader }); ok {
 		src = u.Unwrap()
 	}
-	if _, err := io.Copy(w, src); err != nil {
+	if _, err := io.Copy(dst, src); err != nil {
 		return fmt.Errorf("send file: %w", err)
 	}
 	return nil
+}
+
+// idleWriter moves the write deadline to idle from now as writes succeed,
+// at most once a second, so it measures how long the client has not read.
+type idleWriter struct {
+	w     io.Writer
+	rc    *http.ResponseController
+	idle  time.Duration
+	moved time.Time
+}
+
+func (d *idleWriter) Write(p []byte) (int, error) {
+	if now := time.Now(); now.Sub(d.moved) >= time.Second {
+		d.moved = now
+		_ = d.rc.SetWriteDeadline(now.Add(d.idle))
+	}
+	return d.w.Write(p)
 }
 
 func setDownloadHeaders(h http.Header, accept string, c *files.Content) {
