@@ -137,15 +137,7 @@ func decodeAnthropicList(body []byte) (files.ProviderPage, error) {
 	if l.Data == nil || l.HasMore == nil {
 		return files.ProviderPage{}, errors.New("answer is not a file list")
 	}
-	page := files.ProviderPage{Files: make([]files.ProviderFileInfo, 0, len(*l.Data)), HasMore: *l.HasMore}
-	for i, f := range *l.Data {
-		info, err := f.info()
-		if err != nil {
-			return files.ProviderPage{}, fmt.Errorf("file list entry %d: %w", i, err)
-		}
-		page.Files = append(page.Files, info)
-	}
-	return page, nil
+	return pageOf(*l.Data, *l.HasMore)
 }
 
 func decodeAnthropicInfo(body []byte) (files.ProviderFileInfo, error) {

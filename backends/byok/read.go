@@ -251,3 +251,23 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// providerFile is a provider's file object as its list and metadata answers
+// carry it.
+type providerFile interface {
+	info() (files.ProviderFileInfo, error)
+}
+
+// pageOf turns a decoded list answer into a page, refusing it whole when
+// one entry cannot be read.
+func pageOf[F providerFile](data []F, hasMore bool) (files.ProviderPage, error) {
+	page := files.ProviderPage{Files: make([]files.ProviderFileInfo, 0, len(data)), HasMore: hasMore}
+	for i, f := range data {
+		info, err := f.info()
+		if err != nil {
+			return files.ProviderPage{}, fmt.Errorf("file list entry %d: %w", i, err)
+		}
+		page.Files = append(page.Files, info)
+	}
+	return page, nil
+}
