@@ -1120,36 +1120,9 @@ func testFileChunkedTooLarge(t *testing.T, e *fileEnv, key string) {
 	t.Run("chunked past the limit", func(t *testing.T) {
 		before := e.state(t)
 		max := int(e.g.Config.Limits.MaxFileBytes)
-		body, ct := fileForm(fileSingle("chunked.txt", fileText(3*max)))
-		conn := e.rawConn(t)
-		host := strings.TrimPrefix(e.g.URL, "http://")
-		if _, err := io.WriteString(conn, fileRequestHead(host, key, "", ct, -1)); err != nil {
-			t.Fatal(err)
-		}
 		// The body goes out in chunks while the answer is read; the gateway
 		// may stop reading (and close) long before the end.
-		go func() {
-			w := bufio.NewWriter(conn)
-			for rest := body; len(rest) > 0; {
-				n := min(len(rest), 32*fileKiB)
-				fmt.Fprintf(w, "%x\r\n", n)
-				w.Write(rest[:n])
-				w.WriteString("\r\n")
-				if w.Flush() != nil {
-					return
-				}
-				rest = rest[n:]
-			}
-			w.WriteString("0\r\n\r\n")
-			w.Flush()
-		}()
-		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			t.Fatalf("no answer: %v", err)
-		}
-		defer resp.Body.Close()
-		got, _ := io.ReadAll(resp.Body)
+		resp, got := e.chunkedUpload(t, key, "chunked.txt", fileText(3*max))
 		_ = fileWantRefused(t, resp, got, http.StatusRequestEntityTooLarge, fileMsgTooLarge)
 		e.assertNothingLeft(t, before)
 	})
