@@ -537,7 +537,7 @@ func (s *ReadService) workspace(ctx context.Context, t Target, write bool) (stri
 	if t.WorkspaceID != "" {
 		id, err := uuid.Parse(t.WorkspaceID)
 		if err != nil || len(t.WorkspaceID) != 36 {
-			return "", ErrInvalidWorkspaceID
+			return "", errInvalidWorkspaceID
 		}
 		requested = id.String()
 	}
@@ -574,18 +574,7 @@ func (s *ReadService) workspace(ctx context.Context, t Target, write bool) (stri
 
 // provider opens the client of provider name with ws's stored key.
 func (s *ReadService) provider(ctx context.Context, ws, name string) (Provider, error) {
-	if !IsProvider(name) || s.d.Opener == nil {
-		return nil, ErrUnknownProvider
-	}
-	sealed, err := s.d.Keys.ProviderKey(ctx, ws, name)
-	if err != nil {
-		return nil, err
-	}
-	prov, err := s.d.Opener.Open(ws, name, sealed)
-	if err != nil {
-		return nil, fmt.Errorf("open stored %s key of workspace %s: %w", name, ws, err)
-	}
-	return prov, nil
+	return openProvider(ctx, s.d.Keys, s.d.Opener, ws, name)
 }
 
 // providerReadError classifies a provider's failure on the read routes: its

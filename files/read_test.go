@@ -470,3 +470,27 @@ func TestServiceKeysDoNotUpload(t *testing.T) {
 	}
 	r.assertNothingHeld(t)
 }
+
+// TestRefusalsNameTheParameter: a workspace_id that is not a UUID, a
+// provider without a client, and a provider whose key the workspace never
+// stored are 400s that name the parameter, on uploads and reads alike.
+func TestRefusalsNameTheParameter(t *testing.T) {
+	type metadata interface{ Metadata() map[string]any }
+	check := func(t *testing.T, err error, sentinel error, param string) {
+		t.Helper()
+		var md metadata
+		if !errors.Is(err, sentinel) || !errors.As(err, &md) {
+			t.Fatalf("err = %v, want %v carrying metadata", err, sentinel)
+		}
+		if fields, _ := md.Metadata()["fields"].(map[string]any); fields[param] == nil {
+			t.Errorf("%v: metadata %v does not name %s", err, md.Metadata(), param)
+		}
+	}
+	r := newRig(t)
+	_, err := r.s.Begin(context.Background(), Params{Key: aliceMgmt, WorkspaceID: "not-a-uuid"})
+	check(t, err, ErrInvalidWorkspaceID, "workspace_id")
+	_, err = openProvider(context.Background(), r.store, r.opener, aliceDefault, "gemini")
+	check(t, err, ErrUnknownProvider, "provider")
+	_, err = openProvider(context.Background(), r.store, r.opener, aliceOther, ProviderOpenAI)
+	check(t, err, ErrNoProviderKey, "provider")
+}

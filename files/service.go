@@ -243,7 +243,7 @@ func (s *Service) resolveWorkspace(ctx context.Context, p Params) (string, error
 	if p.WorkspaceID != "" {
 		id, err := uuid.Parse(p.WorkspaceID)
 		if err != nil || len(p.WorkspaceID) != 36 {
-			return "", ErrInvalidWorkspaceID
+			return "", errInvalidWorkspaceID
 		}
 		requested = id.String()
 	}
@@ -275,19 +275,32 @@ func (s *Service) resolveWorkspace(ctx context.Context, p Params) (string, error
 // openProvider returns the client of provider name bound to the key
 // workspace ws stored for it.
 func (s *Service) openProvider(ctx context.Context, ws, name string) (Provider, error) {
-	if !IsProvider(name) || s.opener == nil {
-		return nil, ErrUnknownProvider
+	return openProvider(ctx, s.keys, s.opener, ws, name)
+}
+
+// openProvider unseals the key workspace ws stored for provider name and
+// returns that provider's client bound to it; uploads and reads share it.
+// The client's mistakes name the provider parameter.
+func openProvider(ctx context.Context, keys ProviderKeys, opener Opener, ws, name string) (Provider, error) {
+	if !IsProvider(name) || opener == nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnknownProvider, paramError("provider", "must be openai or anthropic"))
 	}
-	sealed, err := s.keys.ProviderKey(ctx, ws, name)
+	sealed, err := keys.ProviderKey(ctx, ws, name)
+	if errors.Is(err, ErrNoProviderKey) {
+		return nil, fmt.Errorf("%w: %w", err, paramError("provider", "no key of this provider is stored for the workspace"))
+	}
 	if err != nil {
 		return nil, err
 	}
-	prov, err := s.opener.Open(ws, name, sealed)
+	prov, err := opener.Open(ws, name, sealed)
 	if err != nil {
 		return nil, fmt.Errorf("open stored %s key of workspace %s: %w", name, ws, err)
 	}
 	return prov, nil
 }
+
+// errInvalidWorkspaceID is ErrInvalidWorkspaceID naming its parameter.
+var errInvalidWorkspaceID = fmt.Errorf("%w: %w", ErrInvalidWorkspaceID, paramError("workspace_id", "must be a UUID"))
 
 func (u *upload) Write(ctx context.Context, filename string, body io.Reader) error {
 	if u.written || u.done {

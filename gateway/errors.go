@@ -112,27 +112,6 @@ var errorTable = []errorKind{
 	{files.ErrProvider, http.StatusBadGateway, msgProviderError},
 }
 
-// paramHints name the parameter at fault for refusals whose errors carry no
-// metadata of their own, so every 400 says what to fix.
-var paramHints = []struct {
-	target error
-	fields map[string]any
-}{
-	{files.ErrInvalidWorkspaceID, map[string]any{"workspace_id": "must be a UUID"}},
-	{files.ErrUnknownProvider, map[string]any{"provider": "must be openai or anthropic"}},
-	{files.ErrNoProviderKey, map[string]any{"provider": "no key of this provider is stored for the workspace"}},
-}
-
-// hintFor returns the metadata naming err's parameter, or nil.
-func hintFor(err error) map[string]any {
-	for _, h := range paramHints {
-		if errors.Is(err, h.target) {
-			return map[string]any{"fields": h.fields}
-		}
-	}
-	return nil
-}
-
 // metadataError is implemented by errors that carry client-safe details.
 type metadataError interface {
 	Metadata() map[string]any
@@ -197,8 +176,6 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 		var me metadataError
 		if errors.As(err, &me) {
 			env.Error.Metadata = me.Metadata()
-		} else {
-			env.Error.Metadata = hintFor(err)
 		}
 		log.Debug("request refused", zap.Int("status", status), zap.String("request_id", requestIDFrom(r.Context())), zap.Error(err))
 	} else {
