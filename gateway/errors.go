@@ -161,12 +161,12 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 	// on any read error of the connection), but the client may still be
 	// there to read why: it gets its 408.
 	if errors.Is(err, errClientGone) || r.Context().Err() != nil && !errors.Is(err, errBodyTimeout) {
-		setStatus(r, statusClientClosedReq)
-		log.Debug("client closed request", zap.String("request_id", requestIDFrom(r.Context())), zap.Error(err))
+		setStatus(w, statusClientClosedReq)
+		log.Debug("client closed request", zap.String("request_id", requestIDOf(w)), zap.Error(err))
 		panic(http.ErrAbortHandler)
 	}
 	status, message := classify(err)
-	if ex := exchangeFrom(r.Context()); ex != nil && ex.wrote {
+	if ex := exchangeOf(w); ex != nil && ex.wrote {
 		// The answer has begun: record what happened and break the transfer.
 		log.Error("request failed after the response started", zap.Int("status", status), zap.String("request_id", ex.requestID), zap.Error(err))
 		panic(http.ErrAbortHandler)
@@ -177,7 +177,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 		if errors.As(err, &me) {
 			env.Error.Metadata = me.Metadata()
 		}
-		log.Debug("request refused", zap.Int("status", status), zap.String("request_id", requestIDFrom(r.Context())), zap.Error(err))
+		log.Debug("request refused", zap.Int("status", status), zap.String("request_id", requestIDOf(w)), zap.Error(err))
 	} else {
 		// Upstream (provider) errors may carry safe metadata such as the
 		// provider's request id; internal errors carry nothing.
@@ -185,7 +185,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 		if status != http.StatusInternalServerError && errors.As(err, &me) {
 			env.Error.Metadata = me.Metadata()
 		}
-		log.Error("request failed", zap.Int("status", status), zap.String("request_id", requestIDFrom(r.Context())), zap.Error(err))
+		log.Error("request failed", zap.Int("status", status), zap.String("request_id", requestIDOf(w)), zap.Error(err))
 	}
 	setRetryHeaders(w.Header(), status, err)
 	if status == http.StatusUnauthorized {

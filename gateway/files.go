@@ -61,7 +61,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	mr := multipart.NewReader(headers, params["boundary"])
 
 	up, err := a.files.Begin(r.Context(), files.Params{
-		Key:         keyFrom(r.Context()),
+		Key:         keyOf(w),
 		WorkspaceID: q.Get("workspace_id"),
 		Provider:    provider,
 		Declared:    r.ContentLength,

@@ -37,17 +37,17 @@ const (
 )
 
 // target reads the query parameters every file route takes.
-func target(r *http.Request) (files.Target, error) {
+func target(w http.ResponseWriter, r *http.Request) (files.Target, error) {
 	q := r.URL.Query()
 	provider := q.Get("provider")
 	if provider != "" && !files.IsProvider(provider) {
 		return files.Target{}, badRequest(map[string]any{"provider": "must be openai or anthropic"})
 	}
-	return files.Target{Key: keyFrom(r.Context()), WorkspaceID: q.Get("workspace_id"), Provider: provider}, nil
+	return files.Target{Key: keyOf(w), WorkspaceID: q.Get("workspace_id"), Provider: provider}, nil
 }
 
-func fileParams(r *http.Request) (files.FileParams, error) {
-	t, err := target(r)
+func fileParams(w http.ResponseWriter, r *http.Request) (files.FileParams, error) {
+	t, err := target(w, r)
 	if err != nil {
 		return files.FileParams{}, err
 	}
@@ -60,7 +60,7 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request) error {
 	if a.reader == nil {
 		return errUnavailable
 	}
-	t, err := target(r)
+	t, err := target(w, r)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (a *API) getFile(w http.ResponseWriter, r *http.Request) error {
 	if a.reader == nil {
 		return errUnavailable
 	}
-	p, err := fileParams(r)
+	p, err := fileParams(w, r)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (a *API) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	if a.reader == nil {
 		return errUnavailable
 	}
-	p, err := fileParams(r)
+	p, err := fileParams(w, r)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (a *API) fileContent(w http.ResponseWriter, r *http.Request) error {
 	if a.reader == nil {
 		return errUnavailable
 	}
-	p, err := fileParams(r)
+	p, err := fileParams(w, r)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"io"
@@ -73,24 +72,35 @@ func (e *exchange) ReadFrom(src io.Reader) (int64, error) {
 // Unwrap lets http.ResponseController reach the real writer (deadlines, flush).
 func (e *exchange) Unwrap() http.ResponseWriter { return e.ResponseWriter }
 
-type exchangeKey struct{}
-
-func exchangeFrom(ctx context.Context) *exchange {
-	e, _ := ctx.Value(exchangeKey{}).(*exchange)
-	return e
+// exchangeOf returns the request's exchange. observe hands the exchange
+// itself down as the ResponseWriter, so every handler below reaches it
+// with a type assertion: carrying it in the request's context would cost
+// a context value and a copy of the request on every request. Nil when w
+// did not come through observe (a handler driven directly by a test).
+func exchangeOf(w http.ResponseWriter) *exchange {
+	for {
+		switch t := w.(type) {
+		case *exchange:
+			return t
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
-func requestIDFrom(ctx context.Context) string {
-	if e := exchangeFrom(ctx); e != nil {
+func requestIDOf(w http.ResponseWriter) string {
+	if e := exchangeOf(w); e != nil {
 		return e.requestID
 	}
 	return ""
 }
 
-// keyFrom returns the authenticated key; the auth middleware guarantees it
+// keyOf returns the authenticated key; the auth middleware guarantees it
 // on every /api/v1 route.
-func keyFrom(ctx context.Context) *policy.APIKey {
-	if e := exchangeFrom(ctx); e != nil {
+func keyOf(w http.ResponseWriter) *policy.APIKey {
+	if e := exchangeOf(w); e != nil {
 		return e.key
 	}
 	return nil
@@ -98,8 +108,8 @@ func keyFrom(ctx context.Context) *policy.APIKey {
 
 // setStatus records a status for the access log when nothing was written
 // (a client that went away).
-func setStatus(r *http.Request, status int) {
-	if e := exchangeFrom(r.Context()); e != nil && !e.wrote {
+func setStatus(w http.ResponseWriter, status int) {
+	if e := exchangeOf(w); e != nil && !e.wrote {
 		e.status = status
 	}
 }
@@ -150,7 +160,6 @@ func (a *API) observe(next http.Handler) http.Handler {
 		}
 		ex.idHeader[0] = ex.requestID
 		w.Header()["X-Request-Id"] = ex.idHeader[:]
-		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex))
 
 		defer func() {
 			if rec := recover(); rec != nil {
@@ -286,7 +295,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			writeError(w, r, a.log, err)
 			return
 		}
-		if ex := exchangeFrom(r.Context()); ex != nil {
+		if ex := exchangeOf(w); ex != nil {
 			ex.key = k
 		}
 		next.ServeHTTP(w, r)
@@ -296,7 +305,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 // managementOnly refuses ordinary keys with the spec's 403.
 func (a *API) managementOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if k := keyFrom(r.Context()); k == nil || k.Role != policy.RoleManagement {
+		if k := keyOf(w); k == nil || k.Role != policy.RoleManagement {
 			writeError(w, r, a.log, policy.ErrForbidden)
 			return
 		}

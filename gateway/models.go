@@ -45,7 +45,7 @@ func (a *API) getModel(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Allowlists hold canonical ids (keys create resolves what it is given):
 	// a model allows all its variants and aliases, a variant only itself.
-	if k := keyFrom(r.Context()); k != nil && !k.AllowsModel(e.BaseID) && !k.AllowsModel(e.ID) {
+	if k := keyOf(w); k != nil && !k.AllowsModel(e.BaseID) && !k.AllowsModel(e.ID) {
 		return policy.ErrModelNotAllowed
 	}
 	writeCached(w, r, e.ETag, e.Body)

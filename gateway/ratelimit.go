@@ -41,7 +41,7 @@ func (a *API) rateLimit(class policy.Class) func(http.Handler) http.Handler {
 		}
 		limit := a.limits.limit(class)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			k := keyFrom(r.Context())
+			k := keyOf(w)
 			if k == nil { // unreachable behind authenticate; refuse rather than skip
 				writeError(w, r, a.log, policy.ErrUnauthenticated)
 				return

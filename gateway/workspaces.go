@@ -39,7 +39,7 @@ func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	userID := keyFrom(r.Context()).UserID
+	userID := keyOf(w).UserID
 	res, err := a.workspaces.Create(r.Context(), userID, body, idemKey)
 	if err != nil {
 		return err
@@ -63,7 +63,7 @@ func (a *API) updateWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	userID := keyFrom(r.Context()).UserID
+	userID := keyOf(w).UserID
 	res, err := a.workspaces.Update(r.Context(), userID, id, body, idemKey)
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ws, err := a.workspaces.Get(r.Context(), keyFrom(r.Context()).UserID, id)
+	ws, err := a.workspaces.Get(r.Context(), keyOf(w).UserID, id)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := a.workspaces.List(r.Context(), keyFrom(r.Context()).UserID, page)
+	list, err := a.workspaces.List(r.Context(), keyOf(w).UserID, page)
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func (a *API) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	userID := keyFrom(r.Context()).UserID
+	userID := keyOf(w).UserID
 	if err := a.workspaces.Delete(r.Context(), userID, id); err != nil {
 		return err
 	}
