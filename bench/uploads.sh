@@ -35,7 +35,8 @@
 # 3. The same on the S3 backend against versitygw, built from
 #    deploy/testenv/go.mod (cached in .testenv/bin): gateway vs the sink, and
 #    vs s3put — bench/uploader sending the same file straight to versitygw
-#    the way the gateway's S3 backend does (5 MiB multipart parts, CRC32) —
+#    the way the gateway's S3 backend does (5 MiB multipart parts, CRC32,
+#    two parts in flight) —
 #    so the gateway's own share of the S3 path shows apart from the S3
 #    server's; then the gateway's RSS.
 #

@@ -3,7 +3,8 @@
 //
 // Bodies up to one part (5 MiB by default) go up in a single PutObject;
 // larger ones as a multipart upload that reads the next part from the client
-// while the previous one is sent. Part buffers come from a budget shared by
+// while the previous one is sent, or sends two parts at once when the server
+// is slower than the client. Part buffers come from a budget shared by
 // all uploads of a Bucket, so memory stays bounded however many uploads run:
 // an upload holds at most two buffers, and waits for one when the budget is
 // spent. (The SDK's upload manager buffers part size x concurrency per upload
@@ -17,12 +18,14 @@ package s3
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -350,19 +353,26 @@ type part struct {
 	size int
 }
 
-// sendParts sends first and the rest of body as parts of upload id: one
-// goroutine reads the next part from body while another sends the previous
-// one, so an upload holds at most two buffers. The first error (body, ctx,
-// or server) stops both.
+// partsInFlight is how many part buffers one upload holds: one part is
+// read from the client while another is sent or, when the S3 server is the
+// slower side, two are sent at once.
+const partsInFlight = 2
+
+// sendParts sends first and the rest of body as parts of upload id, holding
+// at most partsInFlight buffers: a part is read into a buffer while the
+// parts before it are sent, and a sender is started per part. The first
+// error (body, ctx, or server) stops them all. The parts are returned in
+// order, as CompleteMultipartUpload requires.
 func (b *Bucket) sendParts(ctx context.Context, key, id string, body *backends.Body, first []byte) ([]types.CompletedPart, error) {
 	g, gctx := errgroup.WithContext(ctx)
-	ch := make(chan part)
+	held := make(chan struct{}, partsInFlight) // one token per buffer this upload holds
+	var mu sync.Mutex
 	var completed []types.CompletedPart
 
-	g.Go(func() error { // sender
-		for p := range ch {
+	send := func(p part) {
+		g.Go(func() error {
+			defer func() { b.bufs.put(p.buf); <-held }()
 			if err := gctx.Err(); err != nil {
-				b.bufs.put(p.buf)
 				return err
 			}
 			// A part once started is sent to the end on a context that the
@@ -372,44 +382,48 @@ func (b *Bucket) sendParts(ctx context.Context, key, id string, body *backends.B
 			// same). PartTimeout still bounds it, and its buffer is in
 			// memory, so finishing it costs little.
 			cp, err := b.uploadPart(context.WithoutCancel(gctx), key, id, p)
-			b.bufs.put(p.buf)
 			if err != nil {
 				return err
 			}
+			mu.Lock()
 			completed = append(completed, cp)
-		}
-		return nil
-	})
+			mu.Unlock()
+			return nil
+		})
+	}
 	g.Go(func() error { // reader
-		defer close(ch)
-		p, last := part{num: 1, buf: first, size: len(first)}, false
+		held <- struct{}{} // first's
+		p := part{num: 1, buf: first, size: len(first)}
 		for {
-			select {
-			case ch <- p:
-			case <-gctx.Done():
-				b.bufs.put(p.buf)
-				return gctx.Err()
-			}
+			last := p.size < len(p.buf)
+			send(p)
 			if last {
 				return nil
 			}
+			select {
+			case held <- struct{}{}:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
 			next, err := b.bufs.get(gctx)
 			if err != nil {
+				<-held
 				return err
 			}
 			n, err := body.Fill(next)
 			switch {
 			case err == io.EOF && n == 0:
 				b.bufs.put(next)
+				<-held
 				return nil
-			case err == io.EOF:
-				last = true
-			case err != nil:
+			case err != nil && err != io.EOF:
 				b.bufs.put(next)
+				<-held
 				return err
 			}
 			if p.num+1 > maxParts {
 				b.bufs.put(next)
+				<-held
 				return fmt.Errorf("body needs more than %d parts of %d bytes", maxParts, b.cfg.PartSize)
 			}
 			p = part{num: p.num + 1, buf: next, size: n}
@@ -418,6 +432,9 @@ func (b *Bucket) sendParts(ctx context.Context, key, id string, body *backends.B
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	slices.SortFunc(completed, func(x, y types.CompletedPart) int {
+		return cmp.Compare(aws.ToInt32(x.PartNumber), aws.ToInt32(y.PartNumber))
+	})
 	return completed, nil
 }
 

@@ -165,6 +165,24 @@ func TestBufferBudgetIsShared(t *testing.T) {
 	}
 }
 
+// One upload holds at most two part buffers, however large the budget and
+// the body: one read from the client while one is sent, or two sent at
+// once. Its parts, sent concurrently, still make the object in order.
+func TestUploadHoldsTwoParts(t *testing.T) {
+	srv := testServer(t)
+	cfg := srv.config(srv.createBucket(t))
+	cfg.BufferBudget = 16 * s3.MinPartSize
+	b := newBucket(t, cfg)
+	data := buckettest.Data(7, 8*s3.MinPartSize+123)
+	if _, err := b.Upload(t.Context(), "ws/1/f", buckettest.ChunkedReader(data), -1, backends.UploadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if peak := b.PeakBufferBytes(); peak > 2*s3.MinPartSize {
+		t.Errorf("peak buffer memory %d, want at most two parts (%d)", peak, 2*s3.MinPartSize)
+	}
+	buckettest.MustContain(t, b, "ws/1/f", data)
+}
+
 func TestWrongCredentialsAreAccessDenied(t *testing.T) {
 	srv := testServer(t)
 	cfg := srv.config(srv.createBucket(t))

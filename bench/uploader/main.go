@@ -32,6 +32,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,6 +43,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +52,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"golang.org/x/sync/errgroup"
 )
 
 const (
@@ -285,9 +288,9 @@ func s3Client(ctx context.Context, endpoint, region string) (*s3.Client, error) 
 
 // s3put is the S3 path without the gateway: the same file sent straight
 // to the server the way the gateway's S3 backend sends it — a multipart
-// upload of 5 MiB parts with CRC32 checksums, one after another from a
-// reused buffer — so gateway / s3put is the gateway's own share of the S3
-// path's cost.
+// upload of 5 MiB parts with CRC32 checksums, up to two parts in flight
+// (-inflight, the backend's partsInFlight) from reused buffers — so
+// gateway / s3put is the gateway's own share of the S3 path's cost.
 func s3put(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("s3put", flag.ContinueOnError)
 	endpoint := fs.String("endpoint", "", "S3-compatible endpoint URL")
@@ -296,11 +299,12 @@ func s3put(ctx context.Context, args []string, stdout io.Writer) error {
 	region := fs.String("region", "us-east-1", "region")
 	size := fs.Int64("size", 100<<20, "bytes of the file, header included")
 	partSize := fs.Int("part", 5<<20, "part size")
+	inflight := fs.Int("inflight", 2, "parts sent at once")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *endpoint == "" || *bucketName == "" || *size < int64(len(pdfHeader)) || *partSize < 5<<20 {
-		return errors.New("s3put: -endpoint and -bucket are required, -size >= 9, -part >= 5MiB")
+	if *endpoint == "" || *bucketName == "" || *size < int64(len(pdfHeader)) || *partSize < 5<<20 || *inflight < 1 {
+		return errors.New("s3put: -endpoint and -bucket are required, -size >= 9, -part >= 5MiB, -inflight >= 1")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -313,7 +317,10 @@ func s3put(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	body := io.MultiReader(strings.NewReader(pdfHeader), &pattern{block: block, left: *size - int64(len(pdfHeader))})
-	buf := make([]byte, *partSize)
+	bufs := make(chan []byte, *inflight)
+	for range *inflight {
+		bufs <- make([]byte, *partSize)
+	}
 
 	// The gateway keeps its connections to the server open; so does this
 	// one, from before the clock starts.
@@ -328,19 +335,37 @@ func s3put(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("s3put: create: %w", err)
 	}
+	g, gctx := errgroup.WithContext(ctx)
+	var mu sync.Mutex
 	var parts []types.CompletedPart
 	for num := int32(1); ; num++ {
+		var buf []byte
+		select {
+		case buf = <-bufs:
+		case <-gctx.Done():
+		}
+		if buf == nil {
+			break
+		}
 		n, rerr := io.ReadFull(body, buf)
 		if n > 0 {
-			p, err := client.UploadPart(ctx, &s3.UploadPartInput{
-				Bucket: bucketName, Key: key, UploadId: out.UploadId, PartNumber: aws.Int32(num),
-				Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
-				ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+			g.Go(func() error {
+				defer func() { bufs <- buf }()
+				p, err := client.UploadPart(gctx, &s3.UploadPartInput{
+					Bucket: bucketName, Key: key, UploadId: out.UploadId, PartNumber: aws.Int32(num),
+					Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
+					ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+				})
+				if err != nil {
+					return fmt.Errorf("s3put: part %d: %w", num, err)
+				}
+				mu.Lock()
+				parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(num), ETag: p.ETag, ChecksumCRC32: p.ChecksumCRC32})
+				mu.Unlock()
+				return nil
 			})
-			if err != nil {
-				return fmt.Errorf("s3put: part %d: %w", num, err)
-			}
-			parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(num), ETag: p.ETag, ChecksumCRC32: p.ChecksumCRC32})
+		} else {
+			bufs <- buf
 		}
 		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
 			break
@@ -349,6 +374,10 @@ func s3put(ctx context.Context, args []string, stdout io.Writer) error {
 			return rerr
 		}
 	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	slices.SortFunc(parts, func(a, b types.CompletedPart) int { return cmp.Compare(*a.PartNumber, *b.PartNumber) })
 	if _, err := client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: bucketName, Key: key, UploadId: out.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
