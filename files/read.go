@@ -12,8 +12,6 @@ import (
 
 	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/policy"
-	"github.com/aigateway/gateway/workspace"
-	"github.com/google/uuid"
 )
 
 // Errors of the read side.
@@ -521,10 +519,9 @@ func (s *ReadService) fileWorkspace(ctx context.Context, p FileParams, write boo
 	return s.workspace(ctx, p.Target, write)
 }
 
-// workspace resolves the workspace of a request and checks the provider
-// name. Standard keys use their own workspace; management and service keys
-// any workspace of their user (default: the user's default workspace).
-// Service keys only read: a write is policy.ErrReadOnlyKey.
+// workspace checks the provider name and resolves the workspace of a
+// request (resolveWorkspace). Service keys only read: a write is
+// policy.ErrReadOnlyKey.
 func (s *ReadService) workspace(ctx context.Context, t Target, write bool) (string, error) {
 	k := t.Key
 	if write && k.Role == policy.RoleService {
@@ -533,43 +530,7 @@ func (s *ReadService) workspace(ctx context.Context, t Target, write bool) (stri
 	if t.Provider != "" && !IsProvider(t.Provider) {
 		return "", ErrUnknownProvider
 	}
-	var requested string
-	if t.WorkspaceID != "" {
-		id, err := uuid.Parse(t.WorkspaceID)
-		if err != nil || len(t.WorkspaceID) != 36 {
-			return "", errInvalidWorkspaceID
-		}
-		requested = id.String()
-	}
-	if k.Role == policy.RoleStandard {
-		own := k.WorkspaceID
-		if own == "" {
-			w, err := s.d.Workspaces.Default(ctx, k.UserID)
-			if err != nil {
-				return "", err
-			}
-			own = w.ID
-		}
-		if requested != "" && requested != own {
-			return "", ErrWorkspaceForbidden
-		}
-		return own, nil
-	}
-	if k.Role != policy.RoleManagement && k.Role != policy.RoleService {
-		return "", policy.ErrForbidden
-	}
-	if requested == "" {
-		w, err := s.d.Workspaces.Default(ctx, k.UserID)
-		return w.ID, err
-	}
-	w, err := s.d.Workspaces.Get(ctx, k.UserID, requested)
-	if err != nil {
-		if errors.Is(err, workspace.ErrNotFound) {
-			return "", ErrWorkspaceForbidden
-		}
-		return "", err
-	}
-	return w.ID, nil
+	return resolveWorkspace(ctx, s.d.Workspaces, k, t.WorkspaceID)
 }
 
 // provider opens the client of provider name with ws's stored key.

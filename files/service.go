@@ -22,8 +22,6 @@ import (
 	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/files/sniff"
 	"github.com/aigateway/gateway/policy"
-	"github.com/aigateway/gateway/workspace"
-	"github.com/google/uuid"
 )
 
 // Errors of the upload service; the HTTP layer maps each to a status.
@@ -50,12 +48,6 @@ type Config struct {
 	ReservationTTL time.Duration
 	// Backend names the native storage ("fs", "s3", "gcs") in file records.
 	Backend string
-}
-
-// Workspaces resolves the workspace an upload goes to.
-type Workspaces interface {
-	Get(ctx context.Context, userID, idOrSlug string) (workspace.Workspace, error)
-	Default(ctx context.Context, userID string) (workspace.Workspace, error)
 }
 
 // Admission applies the shared (fleet-wide) limits of uploads: the rate per
@@ -186,7 +178,7 @@ func (s *Service) Begin(ctx context.Context, p Params) (_ Upload, err error) {
 	if p.Key.Role == policy.RoleService {
 		return nil, policy.ErrReadOnlyKey
 	}
-	ws, err := s.resolveWorkspace(ctx, p)
+	ws, err := resolveWorkspace(ctx, s.workspaces, p.Key, p.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -232,44 +224,6 @@ func (s *Service) Begin(ctx context.Context, p Params) (_ Upload, err error) {
 	u.lease = &lease{id: res.ID, expires: start.Add(s.cfg.ReservationTTL)}
 	s.leases.add(u.lease)
 	return u, nil
-}
-
-// resolveWorkspace finds the upload's workspace. A standard key uploads only
-// to its own workspace; a management key to any workspace of its user.
-// Another user's workspace is refused exactly like a missing one.
-func (s *Service) resolveWorkspace(ctx context.Context, p Params) (string, error) {
-	k := p.Key
-	var requested string
-	if p.WorkspaceID != "" {
-		id, err := uuid.Parse(p.WorkspaceID)
-		if err != nil || len(p.WorkspaceID) != 36 {
-			return "", errInvalidWorkspaceID
-		}
-		requested = id.String()
-	}
-	if k.Role != policy.RoleManagement {
-		own := k.WorkspaceID
-		if own == "" {
-			w, err := s.workspaces.Default(ctx, k.UserID)
-			if err != nil {
-				return "", err
-			}
-			own = w.ID
-		}
-		if requested != "" && requested != own {
-			return "", ErrWorkspaceForbidden
-		}
-		return own, nil
-	}
-	if requested == "" {
-		w, err := s.workspaces.Default(ctx, k.UserID)
-		return w.ID, err
-	}
-	w, err := s.workspaces.Get(ctx, k.UserID, requested)
-	if errors.Is(err, workspace.ErrNotFound) {
-		return "", ErrWorkspaceForbidden
-	}
-	return w.ID, err
 }
 
 // openProvider returns the client of provider name bound to the key
