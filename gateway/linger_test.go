@@ -111,6 +111,45 @@ func TestEarlyRefusalReachesClientsThatSendEverything(t *testing.T) {
 	}
 }
 
+// TestRefusalEndsBeforeTheDrain: a client that reads before it sends (one
+// that sent Expect: 100-continue, or stopped at the first bytes) gets a
+// whole answer at once, though the gateway goes on draining the refused
+// body for as long as Lingering allows: the answer declares its length
+// rather than ending only with the connection.
+func TestRefusalEndsBeforeTheDrain(t *testing.T) {
+	addr := lingerServer(t, Options{LingeringClose: Lingering{MaxBytes: 64 << 20, Timeout: time.Minute}})
+	for _, expect := range []bool{false, true} {
+		t.Run(fmt.Sprintf("expect-continue=%v", expect), func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			head := multipartHead("standard", bigBody)
+			if expect {
+				head = strings.Replace(head, "\r\n\r\n", "\r\nExpect: 100-continue\r\n\r\n", 1)
+			}
+			if _, err := io.WriteString(conn, head); err != nil {
+				t.Fatal(err)
+			}
+			// Far shorter than the drain's minute: only a delimited answer
+			// can be read whole before it.
+			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.ContentLength < 0 {
+				t.Fatalf("status %d, length %d; want 413 with a declared length", resp.StatusCode, resp.ContentLength)
+			}
+			if _, err := io.ReadAll(resp.Body); err != nil {
+				t.Fatalf("the answer did not end while the body was drained: %v", err)
+			}
+		})
+	}
+}
+
 // TestSmallUnreadBodyKeepsTheConnection: a refused request whose unread
 // body is small is left to net/http, which reads it and keeps the
 // connection for the next request.
