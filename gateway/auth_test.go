@@ -3,11 +3,13 @@ package gateway
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/aigateway/gateway/policy"
+	"github.com/go-chi/chi/v5"
 )
 
 // TestUnroutedNeedsAKeyFirst: neither an unknown path nor a wrong method on
@@ -34,6 +36,42 @@ func TestUnroutedNeedsAKeyFirst(t *testing.T) {
 		if rec.Code == http.StatusUnauthorized && rec.Header().Get("WWW-Authenticate") == "" {
 			t.Errorf("%s %s: a 401 without WWW-Authenticate", tc.method, tc.path)
 		}
+	}
+}
+
+// TestWrongMethodNamesAllowed: a 405 carries Allow with the methods of its
+// path (RFC 9110 §15.5.6), and an anonymous caller, refused first, learns
+// none of them.
+func TestWrongMethodNamesAllowed(t *testing.T) {
+	api, _ := newTestAPI(t, Options{})
+	h := api.Handler()
+	for _, tc := range []struct {
+		method, path, token string
+		want                int
+		allow               string
+	}{
+		{"PUT", "/api/v1/model/openai/gpt-4o", "standard", http.StatusMethodNotAllowed, "GET"},
+		{"PUT", "/api/v1/files", "standard", http.StatusMethodNotAllowed, "GET, POST"},
+		{"POST", "/api/v1/files/file-abc", "standard", http.StatusMethodNotAllowed, "GET, DELETE"},
+		{"PUT", "/api/v1/workspaces/ws-1", "management", http.StatusMethodNotAllowed, "GET, PATCH, DELETE"},
+		{"POST", "/healthz", "", http.StatusMethodNotAllowed, "GET"},
+		{"PUT", "/api/v1/files", "", http.StatusUnauthorized, ""},
+	} {
+		rec := do(t, h, tc.method, tc.path, tc.token, nil)
+		if rec.Code != tc.want || rec.Header().Get("Allow") != tc.allow {
+			t.Errorf("%s %s = %d with Allow %q, want %d with %q", tc.method, tc.path, rec.Code, rec.Header().Get("Allow"), tc.want, tc.allow)
+		}
+	}
+	// Allow is built from routeMethods: a route of another method would be
+	// left out of it.
+	err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if route != "/metrics" && !slices.Contains(routeMethods, method) {
+			t.Errorf("%s %s: a method routeMethods does not list", method, route)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -128,7 +128,7 @@ func (a *API) Handler() http.Handler {
 	r.Use(a.observe)
 	r.Use(a.guardBody)
 	r.NotFound(a.adapt(a.unrouted(errNotFound)))
-	r.MethodNotAllowed(a.adapt(a.unrouted(errMethodNotAllowed)))
+	r.MethodNotAllowed(a.adapt(a.wrongMethod(r)))
 
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
