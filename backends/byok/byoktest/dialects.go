@@ -63,6 +63,23 @@ func index(files []StoredFile, id string) int {
 	return slices.IndexFunc(files, func(f StoredFile) bool { return f.ID == id })
 }
 
+// pageAfter is the page of at most limit files that follows the file after
+// ("" for the first page), and whether more follow. Both providers answer an
+// unknown id with an empty page.
+func pageAfter(files []StoredFile, after string, limit int) ([]StoredFile, bool) {
+	if after != "" {
+		i := index(files, after)
+		if i < 0 {
+			return nil, false
+		}
+		files = files[i+1:]
+	}
+	if len(files) > limit {
+		return files[:limit], true
+	}
+	return files, false
+}
+
 // openAI follows https://platform.openai.com/docs/api-reference/files.
 type openAI struct{}
 
@@ -141,17 +158,8 @@ func (openAI) page(q url.Values, files []StoredFile) ([]StoredFile, bool, string
 	if p := q.Get("purpose"); p != "" {
 		files = slices.DeleteFunc(files, func(f StoredFile) bool { return f.Purpose != p })
 	}
-	if after := q.Get("after"); after != "" {
-		i := index(files, after)
-		if i < 0 {
-			return nil, false, ""
-		}
-		files = files[i+1:]
-	}
-	if len(files) > limit {
-		return files[:limit], true, ""
-	}
-	return files, false, ""
+	files, more := pageAfter(files, q.Get("after"), limit)
+	return files, more, ""
 }
 
 func (openAI) list(data []any, firstID, lastID any, hasMore bool) any {
@@ -252,17 +260,9 @@ func (anthropic) page(q url.Values, files []StoredFile) ([]StoredFile, bool, str
 		}
 		start := max(0, i-limit)
 		return files[start:i], start > 0, ""
-	case after != "":
-		i := index(files, after)
-		if i < 0 {
-			return nil, false, ""
-		}
-		files = files[i+1:]
 	}
-	if len(files) > limit {
-		return files[:limit], true, ""
-	}
-	return files, false, ""
+	files, more := pageAfter(files, after, limit)
+	return files, more, ""
 }
 
 func (anthropic) list(data []any, firstID, lastID any, hasMore bool) any {
