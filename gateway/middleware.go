@@ -207,31 +207,22 @@ func (a *API) record(r *http.Request, ex *exchange, start time.Time, elapsed tim
 	if ex.key != nil {
 		keyID = ex.key.ID
 	}
+	e := accesslog.Entry{
+		Time:      start.Add(elapsed),
+		Method:    r.Method,
+		Route:     route,
+		Status:    ex.status,
+		Bytes:     ex.bytes,
+		Duration:  elapsed,
+		RequestID: ex.requestID,
+		KeyID:     keyID,
+		Client:    a.client(r),
+	}
 	if a.access != nil {
-		e := accesslog.Entry{
-			Time:      start.Add(elapsed),
-			Method:    r.Method,
-			Route:     route,
-			Status:    ex.status,
-			Bytes:     ex.bytes,
-			Duration:  elapsed,
-			RequestID: ex.requestID,
-			KeyID:     keyID,
-			Client:    a.client(r),
-		}
 		a.access.Log(&e)
 		return
 	}
-	a.log.Info("request",
-		zap.String("method", r.Method),
-		zap.String("route", route),
-		zap.Int("status", ex.status),
-		zap.Int64("bytes", ex.bytes),
-		zap.Duration("duration", elapsed),
-		zap.String("request_id", ex.requestID),
-		zap.String("key_id", keyID),
-		zap.String("client", a.client(r)),
-	)
+	a.log.Info("request", e.Fields()...)
 }
 
 // client is the client's address as the access log names it. Without

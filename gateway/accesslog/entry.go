@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"go.uber.org/zap"
 )
 
 // Entry is one request as the access log records it.
@@ -30,6 +32,22 @@ type Entry struct {
 	RequestID string
 	KeyID     string
 	Client    string
+}
+
+// Fields are the entry's fields as zap logs them: the one definition of the
+// line's content, for a process that logs it through zap (the console
+// format) and for the tests that hold AppendJSON to zap's encoding.
+func (e *Entry) Fields() []zap.Field {
+	return []zap.Field{
+		zap.String("method", e.Method),
+		zap.String("route", e.Route),
+		zap.Int("status", e.Status),
+		zap.Int64("bytes", e.Bytes),
+		zap.Duration("duration", e.Duration),
+		zap.String("request_id", e.RequestID),
+		zap.String("key_id", e.KeyID),
+		zap.String("client", e.Client),
+	}
 }
 
 // AppendJSON appends the entry's line, newline included, to b:

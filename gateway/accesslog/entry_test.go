@@ -19,16 +19,7 @@ func zapLine(t *testing.T, e Entry) string {
 	cfg.EncodeTime = zapcore.ISO8601TimeEncoder
 	buf, err := zapcore.NewJSONEncoder(cfg).EncodeEntry(
 		zapcore.Entry{Level: zapcore.InfoLevel, Time: e.Time, Message: "request"},
-		[]zapcore.Field{
-			zap.String("method", e.Method),
-			zap.String("route", e.Route),
-			zap.Int("status", e.Status),
-			zap.Int64("bytes", e.Bytes),
-			zap.Duration("duration", e.Duration),
-			zap.String("request_id", e.RequestID),
-			zap.String("key_id", e.KeyID),
-			zap.String("client", e.Client),
-		})
+		e.Fields())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,16 +26,7 @@ func TestAccessLineIsTheLoggersLine(t *testing.T) {
 	}
 	var out bytes.Buffer
 	log, flush := NewLogger(config.Log{Level: "info", Format: "json"}, &out)
-	log.WithOptions(zap.WithClock(fixedClock(at))).Info("request",
-		zap.String("method", e.Method),
-		zap.String("route", e.Route),
-		zap.Int("status", e.Status),
-		zap.Int64("bytes", e.Bytes),
-		zap.Duration("duration", e.Duration),
-		zap.String("request_id", e.RequestID),
-		zap.String("key_id", e.KeyID),
-		zap.String("client", e.Client),
-	)
+	log.WithOptions(zap.WithClock(fixedClock(at))).Info("request", e.Fields()...)
 	flush()
 	if got, want := string(e.AppendJSON(nil)), out.String(); got != want {
 		t.Errorf("access line\n got %s\nwant %s", got, want)
