@@ -369,6 +369,14 @@ type fakeWorkspaces struct {
 	getCalled int
 }
 
+// aliceAndBob: alice has two workspaces (aliceDefault her default), bob one.
+func aliceAndBob() *fakeWorkspaces {
+	return &fakeWorkspaces{
+		owner:    map[string]string{aliceDefault: "alice", aliceOther: "alice", bobDefault: "bob"},
+		defaults: map[string]string{"alice": aliceDefault, "bob": bobDefault},
+	}
+}
+
 func (w *fakeWorkspaces) Get(_ context.Context, userID, id string) (workspace.Workspace, error) {
 	w.getCalled++
 	if w.err != nil {

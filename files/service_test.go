@@ -53,11 +53,8 @@ func newRig(t *testing.T) *rig {
 		bucket:    newFakeBucket(),
 		openai:    &fakeProvider{},
 		admission: &fakeAdmission{},
-		ws: &fakeWorkspaces{
-			owner:    map[string]string{aliceDefault: "alice", aliceOther: "alice", bobDefault: "bob"},
-			defaults: map[string]string{"alice": aliceDefault, "bob": bobDefault},
-		},
-		logs: logs,
+		ws:        aliceAndBob(),
+		logs:      logs,
 	}
 	r.opener = &fakeOpener{providers: map[string]*fakeProvider{ProviderOpenAI: r.openai}}
 	r.store.keys[aliceDefault+"/"+ProviderOpenAI] = []byte("sk-alice")

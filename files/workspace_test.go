@@ -11,10 +11,7 @@ import (
 // TestResolveWorkspace): a service key reads any workspace of its user, and
 // a key of a role it does not know is refused rather than treated as one.
 func TestResolveWorkspaceRoles(t *testing.T) {
-	ws := &fakeWorkspaces{
-		owner:    map[string]string{aliceDefault: "alice", aliceOther: "alice", bobDefault: "bob"},
-		defaults: map[string]string{"alice": aliceDefault, "bob": bobDefault},
-	}
+	ws := aliceAndBob()
 	service := &policy.APIKey{ID: "s", UserID: "alice", Role: policy.RoleService}
 	unknown := &policy.APIKey{ID: "u", UserID: "alice", Role: policy.Role("auditor")}
 	tests := []struct {
