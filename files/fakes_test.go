@@ -42,16 +42,22 @@ func (s *fakeStore) Reserve(_ context.Context, ws string, n, limit int64, ttl ti
 	if s.reserveErr != nil {
 		return Reservation{}, s.reserveErr
 	}
+	held := s.held(ws)
+	if held+n > limit {
+		return Reservation{}, ErrQuotaExceeded
+	}
+	return s.add(ws, n, ttl), nil
+}
+
+// held is what ws stores and has reserved; s.mu must be held.
+func (s *fakeStore) held(ws string) int64 {
 	held := s.stored[ws]
 	for _, r := range s.reserved {
 		if r.WorkspaceID == ws {
 			held += r.Bytes
 		}
 	}
-	if held+n > limit {
-		return Reservation{}, ErrQuotaExceeded
-	}
-	return s.add(ws, n, ttl), nil
+	return held
 }
 
 func (s *fakeStore) add(ws string, n int64, ttl time.Duration) Reservation {
@@ -67,12 +73,7 @@ func (s *fakeStore) ReserveUpTo(_ context.Context, ws string, n, limit int64, tt
 	if s.reserveErr != nil {
 		return Reservation{}, s.reserveErr
 	}
-	held := s.stored[ws]
-	for _, r := range s.reserved {
-		if r.WorkspaceID == ws {
-			held += r.Bytes
-		}
-	}
+	held := s.held(ws)
 	if held >= limit {
 		return Reservation{}, ErrQuotaExceeded
 	}
