@@ -51,21 +51,8 @@ echo "building..." >&2
 go build -o "$state/exe/gateway" ./cmd/gateway
 go build -o "$state/exe/servefile" ./bench/servefile
 
-free_port() {
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 30000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-}
-wait_http() {
-  for _ in $(seq 150); do curl -sS -o /dev/null "$1" 2>/dev/null && return; sleep 0.1; done
-  echo "bench: $1 never answered" >&2
-  exit 1
-}
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b > 0 ? a / b : 0)}'; }
-kib() { awk -v f="$2" '$1 == f":" {print $2}' "/proc/$1/status"; }
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
 
 # ---- the gateway, with one file of SIZE bytes uploaded
 gw_port=$(free_port)

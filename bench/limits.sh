@@ -66,15 +66,8 @@ else
 fi
 go build -o "$work/probe" ./bench/probe
 
-# free_port: a port nothing listens on now (bash's /dev/tcp fails to connect).
-free_port() {
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 30000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-}
-wait_http() { for _ in $(seq 100); do curl -fsS "$1" >/dev/null 2>&1 && return; sleep 0.1; done; echo "bench: $1 never answered" >&2; exit 1; }
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
 
 redis_port=$(free_port)
 mkdir -p "$work/redis"
@@ -136,8 +129,6 @@ probe() {
       if (v["errors"] + v["non2xx"] > 0) {print "probe: errors or non-2xx: " $0 > "/dev/stderr"; exit 1}
       print v["p50_us"], v["p99_us"]}'
 }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 
 # Warm up both (connections, the auth cache, Redis's script cache).
 rps "$on_url" "$on_pid" >/dev/null

@@ -39,11 +39,9 @@ trap cleanup EXIT
 go build -o "$work/gateway" ./cmd/gateway
 go build -o "$work/bare" ./bench/bare
 
-# port: below the ephemeral range, which the machine's outgoing connections
-# use, so a server's bind does not collide with one of them.
-ephemeral=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-port() { echo $((10000 + RANDOM % (ephemeral - 10000))); }
-gw_port=$(port) bare_port=$(port)
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
+gw_port=$(free_port) bare_port=$(free_port)
 cat >"$work/gateway.yaml" <<YAML
 server: {listen: "127.0.0.1:$gw_port"}
 metadata: {driver: sqlite, dsn: $work/gateway.db}
@@ -58,12 +56,12 @@ key=$("$work/gateway" keys create --config "$work/gateway.yaml" --name bench --u
 "${pin_server[@]}" "$work/gateway" serve --config "$work/gateway.yaml" 2>"$work/gateway.log" &
 gw_pid=$!
 pids+=("$gw_pid")
-for _ in $(seq 100); do curl -fsS "127.0.0.1:$gw_port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+wait_http "http://127.0.0.1:$gw_port/healthz"
 curl -fsS -H "Authorization: Bearer $key" "127.0.0.1:$gw_port/api/v1/model/$model" >"$work/body.json"
 "${pin_server[@]}" "$work/bare" -addr "127.0.0.1:$bare_port" -body "$work/body.json" 2>/dev/null &
 bare_pid=$!
 pids+=("$bare_pid")
-for _ in $(seq 100); do curl -fsS "127.0.0.1:$bare_port/" >/dev/null 2>&1 && break; sleep 0.1; done
+wait_http "http://127.0.0.1:$bare_port/"
 
 # run PID URL [HEADER]: "rps cpu_us" of one wrk run: requests per second,
 # and the server's CPU time (user + system, from /proc/PID/stat) per request
@@ -81,8 +79,6 @@ run() {
     /requests in/ {n = $1} /^Requests\/sec/ {r = $2}
     END {printf "%s %.2f\n", r, (n > 0 ? c / t * 1e6 / n : 0)}'
 }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b > 0 ? a / b : 0)}'; }
 
 bare_url="http://127.0.0.1:$bare_port/api/v1/model/$model"
 gw_url="http://127.0.0.1:$gw_port/api/v1/model/$model"

@@ -112,27 +112,8 @@ go build -o "$state/exe/gateway" ./cmd/gateway
 go build -o "$state/exe/sink" ./bench/sink
 go build -o "$state/exe/uploader" ./bench/uploader
 
-# free_port: a port nothing listens on, below the ephemeral range, so that
-# no outgoing connection of this busy machine holds it when a server binds.
-ephemeral=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-free_port() {
-  local p
-  while :; do
-    p=$((10000 + RANDOM % (ephemeral - 10000)))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-}
-# wait_http URL: until URL answers anything (the sink answers 400 to a GET).
-wait_http() {
-  for _ in $(seq 150); do curl -sS -o /dev/null "$1" 2>/dev/null && return; sleep 0.1; done
-  echo "bench: $1 never answered" >&2
-  exit 1
-}
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b > 0 ? a / b : 0)}'; }
-kib() { awk -v f="$2" '$1 == f":" {print $2}' "/proc/$1/status"; }
-mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
-field() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
 
 # upload URL CONCURRENCY [KEY [SIZE]]: the uploader's key=value line.
 upload() {

@@ -1,12 +1,17 @@
 # Shared helpers for the test-server scripts; sourced by run.sh.
 
 # free_port prints a loopback TCP port nobody listens on. Ports are drawn at
-# random from a high range, so parallel runs rarely collide, and checked by
-# trying to connect.
+# random below the ephemeral range (which the machine's outgoing connections
+# take, so a bind there can collide with one of them), so parallel runs
+# rarely collide, and checked by trying to connect.
 free_port() {
-  local p tries=0
+  local p tries=0 lo=10000 span
+  span=$(($(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768) - lo))
+  if ((span < 1000)); then # an ephemeral range starting low: take a high range then
+    lo=20000 span=30000
+  fi
   while ((tries++ < 200)); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((lo + RANDOM % span))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       echo "$p"
       return 0

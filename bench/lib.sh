@@ -1,0 +1,22 @@
+# Helpers shared by the bench scripts; sourced, not run.
+
+# free_port (a port nothing listens on), as the test servers' scripts pick
+# theirs.
+# shellcheck source=../deploy/testenv/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../deploy/testenv/lib.sh"
+# wait_http URL: until URL answers anything (the sink answers 400 to a GET).
+wait_http() {
+  for _ in $(seq 150); do curl -sS -o /dev/null "$1" 2>/dev/null && return; sleep 0.1; done
+  echo "bench: $1 never answered" >&2
+  exit 1
+}
+# median: of the numbers on stdin, one a line.
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# ratio A B: A / B to three places (0 when B is 0).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b > 0 ? a / b : 0)}'; }
+# kib PID FIELD: a VmRSS-like field of /proc/PID/status, in KiB.
+kib() { awk -v f="$2" '$1 == f":" {print $2}' "/proc/$1/status"; }
+# mib KIB: KiB as MiB to one place.
+mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
+# field KEY: the value of KEY=value in a line of space-separated pairs.
+field() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
