@@ -17,7 +17,7 @@
 #      omission); p50/p99 of each and the difference on − off (target: p99
 #      added <= 0.3 ms).
 #
-# With policy.CachedLimiter in front of the Redis limiter, the hot key of
+# With limits.CachedLimiter in front of the Redis limiter, the hot key of
 # these runs is admitted from blocks of units reserved in Redis (one round
 # trip per block); without it, every request makes one Redis round trip.
 #

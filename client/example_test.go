@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/aigateway/gateway/client"
-	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/keys"
 )
 
 // A component that is handed a file id (in a request it serves) resolves it
@@ -91,12 +91,12 @@ func startExampleGateway() *exampleGateway {
 		_ = os.RemoveAll(dir)
 	}}
 
-	token, key, err := rt.CreateKey(ctx, app.KeyRequest{Name: "uploader", User: "alice", Role: policy.RoleStandard})
+	token, key, err := rt.CreateKey(ctx, app.KeyRequest{Name: "uploader", User: "alice", Role: keys.RoleStandard})
 	if err != nil {
 		log.Fatal(err)
 	}
 	gw.workspaceID = key.WorkspaceID
-	if gw.serviceKey, _, err = rt.CreateKey(ctx, app.KeyRequest{Name: "reader", User: "alice", Role: policy.RoleService}); err != nil {
+	if gw.serviceKey, _, err = rt.CreateKey(ctx, app.KeyRequest{Name: "reader", User: "alice", Role: keys.RoleService}); err != nil {
 		log.Fatal(err)
 	}
 	uploader, err := client.New(srv.URL, token)

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/aigateway/gateway/catalog"
-	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/internal/config"
 )
 
 // exampleEnv gives the variables the example files reference.

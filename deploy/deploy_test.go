@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/catalog"
-	"github.com/aigateway/gateway/config"
+	"github.com/aigateway/gateway/internal/config"
 	"gopkg.in/yaml.v3"
 )
 
@@ -60,7 +60,7 @@ var shellEnv = map[string]string{
 }
 
 // byokKeyEnv must reach every replica that stores metadata in PostgreSQL:
-// without it `gateway serve` refuses to start (backends/byok.KeyEnv).
+// without it `gateway serve` refuses to start (keys/seal.KeyEnv).
 const byokKeyEnv = "GATEWAY_BYOK_ENCRYPTION_KEY"
 
 // ---- YAML ---------------------------------------------------------------

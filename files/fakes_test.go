@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aigateway/gateway/backends"
+	"github.com/aigateway/gateway/storage"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -173,28 +173,28 @@ type fakeBucket struct {
 	deleteErr error
 }
 
-var _ backends.Bucket = (*fakeBucket)(nil)
+var _ storage.Bucket = (*fakeBucket)(nil)
 
 func newFakeBucket() *fakeBucket {
 	return &fakeBucket{objects: map[string][]byte{}, types: map[string]string{}}
 }
 
-func (b *fakeBucket) Upload(_ context.Context, key string, r io.Reader, _ int64, opts backends.UploadOptions) (backends.Object, error) {
-	if err := backends.ValidateKey(key); err != nil {
-		return backends.Object{}, err
+func (b *fakeBucket) Upload(_ context.Context, key string, r io.Reader, _ int64, opts storage.UploadOptions) (storage.Object, error) {
+	if err := storage.ValidateKey(key); err != nil {
+		return storage.Object{}, err
 	}
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, r); err != nil {
-		return backends.Object{}, fmt.Errorf("fake bucket: upload %s: %w", key, err)
+		return storage.Object{}, fmt.Errorf("fake bucket: upload %s: %w", key, err)
 	}
 	if b.uploadErr != nil {
-		return backends.Object{}, b.uploadErr
+		return storage.Object{}, b.uploadErr
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.objects[key] = buf.Bytes()
 	b.types[key] = opts.ContentType
-	return backends.Object{Key: key, Size: int64(buf.Len()), ContentType: opts.ContentType}, nil
+	return storage.Object{Key: key, Size: int64(buf.Len()), ContentType: opts.ContentType}, nil
 }
 
 func (b *fakeBucket) Open(_ context.Context, key string) (io.ReadCloser, error) {
@@ -202,19 +202,19 @@ func (b *fakeBucket) Open(_ context.Context, key string) (io.ReadCloser, error) 
 	defer b.mu.Unlock()
 	data, ok := b.objects[key]
 	if !ok {
-		return nil, backends.ErrNotFound
+		return nil, storage.ErrNotFound
 	}
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
-func (b *fakeBucket) Stat(_ context.Context, key string) (backends.Object, error) {
+func (b *fakeBucket) Stat(_ context.Context, key string) (storage.Object, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	data, ok := b.objects[key]
 	if !ok {
-		return backends.Object{}, backends.ErrNotFound
+		return storage.Object{}, storage.ErrNotFound
 	}
-	return backends.Object{Key: key, Size: int64(len(data))}, nil
+	return storage.Object{Key: key, Size: int64(len(data))}, nil
 }
 
 func (b *fakeBucket) Delete(_ context.Context, key string) error {

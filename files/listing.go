@@ -32,9 +32,9 @@ type RecordPage struct {
 	HasMore bool
 }
 
-// Catalog is the read and delete side of the file records. Implementations
+// Records is the read and delete side of the file records. Implementations
 // are safe for concurrent use.
-type Catalog interface {
+type Records interface {
 	// ListFiles returns one page of q.WorkspaceID's records by keyset on
 	// (created_at, id): stable under concurrent inserts and deletes. An
 	// unknown workspace has no records.

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aigateway/gateway/backends"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/storage"
 )
 
 // Errors of the read side.
@@ -60,9 +60,9 @@ type ReadConfig struct {
 // ReadDeps are the collaborators of a ReadService. Opener may be nil: the
 // provider routes then answer ErrUnknownProvider.
 type ReadDeps struct {
-	Catalog    Catalog
+	Records    Records
 	Keys       ProviderKeys
-	Bucket     backends.Bucket
+	Bucket     storage.Bucket
 	Opener     Opener
 	Workspaces Workspaces
 	Log        *slog.Logger
@@ -94,7 +94,7 @@ func NewReadService(cfg ReadConfig, d ReadDeps) (*ReadService, error) {
 // Target names the workspace and destination of a request, as the query
 // parameters workspace_id and provider do.
 type Target struct {
-	Key         *policy.APIKey
+	Key         *keys.APIKey
 	WorkspaceID string
 	Provider    string // "" for the gateway's own storage
 }
@@ -168,7 +168,7 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 			start = &Position{ID: id}
 			break
 		}
-		rec, err := s.d.Catalog.FileByID(ctx, ws, id)
+		rec, err := s.d.Records.FileByID(ctx, ws, id)
 		if errors.Is(err, ErrNotFound) {
 			return Page{}, paramError(param, "no such file")
 		}
@@ -182,7 +182,7 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 	}
 	// Paging back from a file is paging forward in the other order, then
 	// turning the page around.
-	page, err := s.d.Catalog.ListFiles(ctx, ListQuery{WorkspaceID: ws, Limit: limit, Ascending: asc != backward, After: start})
+	page, err := s.d.Records.ListFiles(ctx, ListQuery{WorkspaceID: ws, Limit: limit, Ascending: asc != backward, After: start})
 	if err != nil {
 		return Page{}, err
 	}
@@ -298,7 +298,7 @@ func (s *ReadService) Get(ctx context.Context, p FileParams) (File, error) {
 		}
 		return providerFile(ws, p.Provider, info), nil
 	}
-	rec, err := s.d.Catalog.FileByID(ctx, ws, p.ID)
+	rec, err := s.d.Records.FileByID(ctx, ws, p.ID)
 	if err != nil {
 		return File{}, err
 	}
@@ -313,7 +313,7 @@ func (s *ReadService) Get(ctx context.Context, p FileParams) (File, error) {
 // then our record of it (if any); the provider not knowing it while we
 // still hold a record counts as deleted, so a retry completes.
 //
-// Errors: policy.ErrReadOnlyKey for a service key; ErrNotFound (also for the
+// Errors: keys.ErrReadOnlyKey for a service key; ErrNotFound (also for the
 // loser of two concurrent deletes); errors as Get.
 func (s *ReadService) Delete(ctx context.Context, p FileParams) error {
 	ws, err := s.fileWorkspace(ctx, p, true)
@@ -322,7 +322,7 @@ func (s *ReadService) Delete(ctx context.Context, p FileParams) error {
 	}
 	provider := p.Provider
 	if provider == "" {
-		rec, err := s.d.Catalog.FileByID(ctx, ws, p.ID)
+		rec, err := s.d.Records.FileByID(ctx, ws, p.ID)
 		if err != nil {
 			return err
 		}
@@ -339,7 +339,7 @@ func (s *ReadService) Delete(ctx context.Context, p FileParams) error {
 		if provErr != nil && !errors.Is(provErr, ErrNotFound) {
 			return providerReadError(provErr)
 		}
-		_, err = s.d.Catalog.DeleteFile(ctx, ws, p.ID)
+		_, err = s.d.Records.DeleteFile(ctx, ws, p.ID)
 		switch {
 		case err == nil:
 			return nil
@@ -349,7 +349,7 @@ func (s *ReadService) Delete(ctx context.Context, p FileParams) error {
 			return err
 		}
 	}
-	rec, err := s.d.Catalog.DeleteFile(ctx, ws, p.ID)
+	rec, err := s.d.Records.DeleteFile(ctx, ws, p.ID)
 	if err != nil {
 		return err
 	}
@@ -440,10 +440,10 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 	}
 	provider, rec := p.Provider, Record{}
 	if provider == "" {
-		if rec, err = s.d.Catalog.FileByID(ctx, ws, p.ID); err != nil {
+		if rec, err = s.d.Records.FileByID(ctx, ws, p.ID); err != nil {
 			return nil, err
 		}
-		if !s.cfg.Downloadable && p.Key.Role != policy.RoleService {
+		if !s.cfg.Downloadable && p.Key.Role != keys.RoleService {
 			return nil, ErrNotDownloadable
 		}
 		if IsProvider(rec.Backend) {
@@ -469,7 +469,7 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 	open := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
 		return openRangeBySkipping(ctx, s.d.Bucket, key, offset, length)
 	}
-	if ro, ok := s.d.Bucket.(backends.RangeOpener); ok {
+	if ro, ok := s.d.Bucket.(storage.RangeOpener); ok {
 		open = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
 			return ro.OpenRange(ctx, key, offset, length)
 		}
@@ -479,7 +479,7 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 
 // openRangeBySkipping reads a range of a bucket that cannot seek: the bytes
 // before it are read and dropped, in constant memory.
-func openRangeBySkipping(ctx context.Context, b backends.Bucket, key string, offset, length int64) (io.ReadCloser, error) {
+func openRangeBySkipping(ctx context.Context, b storage.Bucket, key string, offset, length int64) (io.ReadCloser, error) {
 	rc, err := b.Open(ctx, key)
 	if err != nil {
 		return nil, err
@@ -521,11 +521,11 @@ func (s *ReadService) fileWorkspace(ctx context.Context, p FileParams, write boo
 
 // workspace checks the provider name and resolves the workspace of a
 // request (resolveWorkspace). Service keys only read: a write is
-// policy.ErrReadOnlyKey.
+// keys.ErrReadOnlyKey.
 func (s *ReadService) workspace(ctx context.Context, t Target, write bool) (string, error) {
 	k := t.Key
-	if write && k.Role == policy.RoleService {
-		return "", policy.ErrReadOnlyKey
+	if write && k.Role == keys.RoleService {
+		return "", keys.ErrReadOnlyKey
 	}
 	if t.Provider != "" && !IsProvider(t.Provider) {
 		return "", ErrUnknownProvider
@@ -557,7 +557,7 @@ func storageReadError(err error) error {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return err
-	case errors.Is(err, backends.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %w", ErrStorageUnavailable, err)
 	default:
 		return fmt.Errorf("files: read object: %w", err)

@@ -12,10 +12,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
 )
 
-// ListFiles and DeleteFile make fakeStore a Catalog with the ordering and
+// ListFiles and DeleteFile make fakeStore a Records with the ordering and
 // the one-winner delete of the real stores.
 func (s *fakeStore) ListFiles(_ context.Context, q ListQuery) (RecordPage, error) {
 	s.mu.Lock()
@@ -67,8 +67,8 @@ func (s *fakeStore) DeleteFile(_ context.Context, ws, id string) (Record, error)
 }
 
 var (
-	aliceService = &policy.APIKey{ID: "key-alice-svc", UserID: "alice", Role: policy.RoleService}
-	bobKey       = &policy.APIKey{ID: "key-bob", UserID: "bob", Role: policy.RoleStandard, WorkspaceID: bobDefault}
+	aliceService = &keys.APIKey{ID: "key-alice-svc", UserID: "alice", Role: keys.RoleService}
+	bobKey       = &keys.APIKey{ID: "key-bob", UserID: "bob", Role: keys.RoleStandard, WorkspaceID: bobDefault}
 	testCursors  = bytes.Repeat([]byte{7}, 32)
 )
 
@@ -82,7 +82,7 @@ func newReadRig(t *testing.T, downloadable bool) *readRig {
 	t.Helper()
 	base := newRig(t)
 	rs, err := NewReadService(ReadConfig{Downloadable: downloadable, CursorKey: testCursors}, ReadDeps{
-		Catalog: base.store, Keys: base.store, Bucket: base.bucket, Opener: base.opener, Workspaces: base.ws,
+		Records: base.store, Keys: base.store, Bucket: base.bucket, Opener: base.opener, Workspaces: base.ws,
 		Log: slog.New(base.logs),
 	})
 	if err != nil {
@@ -92,7 +92,7 @@ func newReadRig(t *testing.T, downloadable bool) *readRig {
 }
 
 // put uploads a file into ws with key k.
-func (r *readRig) put(t *testing.T, k *policy.APIKey, ws, body string) Record {
+func (r *readRig) put(t *testing.T, k *keys.APIKey, ws, body string) Record {
 	t.Helper()
 	rec, err := r.upload(context.Background(), Params{Key: k, WorkspaceID: ws, Declared: -1}, "notes.txt", strings.NewReader(body))
 	if err != nil {
@@ -117,7 +117,7 @@ func TestReadAccess(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name    string
-		key     *policy.APIKey
+		key     *keys.APIKey
 		ws, id  string
 		get     error // nil: the file is found
 		del     error
@@ -129,9 +129,9 @@ func TestReadAccess(t *testing.T) {
 		{"management, default workspace", aliceMgmt, "", own.ID, nil, nil, ErrNotDownloadable},
 		{"management, other workspace named", aliceMgmt, aliceOther, other.ID, nil, nil, ErrNotDownloadable},
 		{"management, another user's workspace", aliceMgmt, bobDefault, bobs.ID, ErrWorkspaceForbidden, ErrWorkspaceForbidden, ErrWorkspaceForbidden},
-		{"service, default workspace", aliceService, "", own.ID, nil, policy.ErrForbidden, nil},
-		{"service, other workspace", aliceService, aliceOther, other.ID, nil, policy.ErrForbidden, nil},
-		{"service, another user's file", aliceService, "", bobs.ID, ErrNotFound, policy.ErrForbidden, ErrNotFound},
+		{"service, default workspace", aliceService, "", own.ID, nil, keys.ErrForbidden, nil},
+		{"service, other workspace", aliceService, aliceOther, other.ID, nil, keys.ErrForbidden, nil},
+		{"service, another user's file", aliceService, "", bobs.ID, ErrNotFound, keys.ErrForbidden, ErrNotFound},
 		{"other user", bobKey, "", own.ID, ErrNotFound, ErrNotFound, ErrNotFound},
 		{"malformed workspace id", aliceMgmt, "nope", own.ID, ErrInvalidWorkspaceID, ErrInvalidWorkspaceID, ErrInvalidWorkspaceID},
 		{"malformed file id", aliceKey, "", "../x", ErrInvalidParam, ErrInvalidParam, ErrInvalidParam},
@@ -343,7 +343,7 @@ func TestOpenContent(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		downloadable bool
-		key          *policy.APIKey
+		key          *keys.APIKey
 		want         error
 	}{
 		{"not downloadable", false, aliceKey, ErrNotDownloadable},
@@ -465,8 +465,8 @@ func TestProviderReads(t *testing.T) {
 func TestServiceKeysDoNotUpload(t *testing.T) {
 	r := newReadRig(t, false)
 	_, err := r.upload(context.Background(), Params{Key: aliceService, Declared: -1}, "notes.txt", strings.NewReader(hello))
-	if !errors.Is(err, policy.ErrForbidden) {
-		t.Errorf("upload with a service key = %v, want policy.ErrForbidden", err)
+	if !errors.Is(err, keys.ErrForbidden) {
+		t.Errorf("upload with a service key = %v, want keys.ErrForbidden", err)
 	}
 	r.assertNothingHeld(t)
 }

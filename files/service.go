@@ -19,9 +19,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/files/sniff"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/storage"
 )
 
 // Errors of the upload service; the HTTP layer maps each to a status.
@@ -63,7 +63,7 @@ type Service struct {
 	cfg        Config
 	store      Store
 	keys       ProviderKeys
-	bucket     backends.Bucket
+	bucket     storage.Bucket
 	opener     Opener
 	workspaces Workspaces
 	admission  Admission
@@ -78,7 +78,7 @@ type Service struct {
 type Deps struct {
 	Store      Store
 	Keys       ProviderKeys
-	Bucket     backends.Bucket
+	Bucket     storage.Bucket
 	Opener     Opener
 	Workspaces Workspaces
 	Admission  Admission
@@ -108,7 +108,7 @@ func (s *Service) Wait() { s.inflight.Wait() }
 
 // Params say who uploads where.
 type Params struct {
-	Key *policy.APIKey
+	Key *keys.APIKey
 	// WorkspaceID is the workspace_id query parameter; empty means the
 	// key's workspace (or its user's default one for a management key).
 	WorkspaceID string
@@ -170,13 +170,13 @@ type upload struct {
 // reservation and the shared limits, before any byte is read. On error
 // nothing is held.
 //
-// Errors: policy.ErrReadOnlyKey for a service key; ErrInvalidWorkspaceID,
+// Errors: keys.ErrReadOnlyKey for a service key; ErrInvalidWorkspaceID,
 // ErrWorkspaceForbidden; ErrUnknownProvider,
 // ErrNoProviderKey; the Admission's denial; ErrQuotaExceeded; the store's
 // and the workspace service's failures.
 func (s *Service) Begin(ctx context.Context, p Params) (_ Upload, err error) {
-	if p.Key.Role == policy.RoleService {
-		return nil, policy.ErrReadOnlyKey
+	if p.Key.Role == keys.RoleService {
+		return nil, keys.ErrReadOnlyKey
 	}
 	ws, err := resolveWorkspace(ctx, s.workspaces, p.Key, p.WorkspaceID)
 	if err != nil {
@@ -300,7 +300,7 @@ func (u *upload) write(ctx context.Context, filename string, body io.Reader) err
 		u.rec.ID, u.rec.Backend, u.rec.ObjectKey = providerID, u.name, providerID
 	} else {
 		key := "ws/" + u.workspace + "/" + id
-		if _, err := u.s.bucket.Upload(ctx, key, sum, -1, backends.UploadOptions{ContentType: tr.MimeType()}); err != nil {
+		if _, err := u.s.bucket.Upload(ctx, key, sum, -1, storage.UploadOptions{ContentType: tr.MimeType()}); err != nil {
 			return storageError(err)
 		}
 		u.rec.Backend, u.rec.ObjectKey = u.s.cfg.Backend, key
@@ -411,7 +411,7 @@ func storageError(err error) error {
 	switch {
 	case clientFault(err):
 		return err
-	case errors.Is(err, backends.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %w", ErrStorageUnavailable, err)
 	default:
 		return err

@@ -13,9 +13,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/files/sniff"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/storage"
 )
 
 const (
@@ -27,8 +27,8 @@ const (
 )
 
 var (
-	aliceKey  = &policy.APIKey{ID: "key-alice", UserID: "alice", Role: policy.RoleStandard, WorkspaceID: aliceDefault}
-	aliceMgmt = &policy.APIKey{ID: "key-alice-mgmt", UserID: "alice", Role: policy.RoleManagement}
+	aliceKey  = &keys.APIKey{ID: "key-alice", UserID: "alice", Role: keys.RoleStandard, WorkspaceID: aliceDefault}
+	aliceMgmt = &keys.APIKey{ID: "key-alice-mgmt", UserID: "alice", Role: keys.RoleManagement}
 	fixedNow  = time.Date(2026, 3, 1, 12, 30, 45, 123456789, time.FixedZone("X", 3600))
 	hello     = "hello, world\n"
 )
@@ -206,11 +206,11 @@ func TestUploadToProvider(t *testing.T) {
 }
 
 func TestResolveWorkspace(t *testing.T) {
-	bobMgmt := &policy.APIKey{ID: "k", UserID: "bob", Role: policy.RoleManagement}
-	aliceDefaultKey := &policy.APIKey{ID: "k", UserID: "alice", Role: policy.RoleStandard}
+	bobMgmt := &keys.APIKey{ID: "k", UserID: "bob", Role: keys.RoleManagement}
+	aliceDefaultKey := &keys.APIKey{ID: "k", UserID: "alice", Role: keys.RoleStandard}
 	tests := []struct {
 		name    string
-		key     *policy.APIKey
+		key     *keys.APIKey
 		ws      string
 		want    string
 		wantErr error
@@ -258,9 +258,9 @@ func TestResolveWorkspace(t *testing.T) {
 
 func TestResolveWorkspaceFailures(t *testing.T) {
 	broken := errors.New("metadata store down")
-	for _, key := range []*policy.APIKey{aliceMgmt, {ID: "k", UserID: "alice", Role: policy.RoleStandard}} {
+	for _, key := range []*keys.APIKey{aliceMgmt, {ID: "k", UserID: "alice", Role: keys.RoleStandard}} {
 		for _, ws := range []string{"", aliceOther} {
-			if key.Role == policy.RoleStandard && ws != "" {
+			if key.Role == keys.RoleStandard && ws != "" {
 				continue // refused before asking: covered above
 			}
 			t.Run(string(key.Role)+"/"+ws, func(t *testing.T) {
@@ -346,7 +346,7 @@ func TestWriteFailuresLeaveNothing(t *testing.T) {
 		{name: "body cut off", filename: "a.txt", body: io.MultiReader(strings.NewReader(hello), errReader{io.ErrUnexpectedEOF}), check: is(io.ErrUnexpectedEOF)},
 		{name: "client went away", filename: "a.txt", body: io.MultiReader(strings.NewReader(hello), errReader{context.Canceled}), check: is(context.Canceled)},
 		{name: "storage unavailable", filename: "a.txt", body: strings.NewReader(hello),
-			setup: func(r *rig) { r.bucket.uploadErr = backends.ErrUnavailable }, check: is(ErrStorageUnavailable)},
+			setup: func(r *rig) { r.bucket.uploadErr = storage.ErrUnavailable }, check: is(ErrStorageUnavailable)},
 		{name: "storage timed out", filename: "a.txt", body: strings.NewReader(hello),
 			setup: func(r *rig) { r.bucket.uploadErr = context.DeadlineExceeded }, check: is(ErrStorageUnavailable)},
 		{name: "storage fails otherwise", filename: "a.txt", body: strings.NewReader(hello),
@@ -524,7 +524,7 @@ func TestAbortLogsWhatItCouldNotUndo(t *testing.T) {
 		setup    func(*rig)
 		message  string
 	}{
-		{"object left behind", "", func(r *rig) { r.bucket.deleteErr = backends.ErrUnavailable }, "could not remove the bytes of a failed upload"},
+		{"object left behind", "", func(r *rig) { r.bucket.deleteErr = storage.ErrUnavailable }, "could not remove the bytes of a failed upload"},
 		{"provider file left behind", ProviderOpenAI, func(r *rig) { r.openai.deleteErr = ErrProvider }, "could not remove the bytes of a failed upload"},
 		{"reservation not released", "", func(r *rig) { r.store.releaseErr = errors.New("store down") }, "could not release a quota reservation; it expires by itself"},
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/google/uuid"
 )
@@ -21,7 +21,7 @@ type Workspaces interface {
 // or service key acts in any workspace of its user, the default one unless
 // asked otherwise. Another user's workspace, or one a standard key is not
 // bound to, is refused exactly like a missing one, so ids cannot be probed.
-func resolveWorkspace(ctx context.Context, ws Workspaces, k *policy.APIKey, requestedID string) (string, error) {
+func resolveWorkspace(ctx context.Context, ws Workspaces, k *keys.APIKey, requestedID string) (string, error) {
 	var requested string
 	if requestedID != "" {
 		id, err := uuid.Parse(requestedID)
@@ -31,7 +31,7 @@ func resolveWorkspace(ctx context.Context, ws Workspaces, k *policy.APIKey, requ
 		requested = id.String()
 	}
 	switch k.Role {
-	case policy.RoleStandard:
+	case keys.RoleStandard:
 		own := k.WorkspaceID
 		if own == "" {
 			w, err := ws.Default(ctx, k.UserID)
@@ -44,9 +44,9 @@ func resolveWorkspace(ctx context.Context, ws Workspaces, k *policy.APIKey, requ
 			return "", ErrWorkspaceForbidden
 		}
 		return own, nil
-	case policy.RoleManagement, policy.RoleService:
+	case keys.RoleManagement, keys.RoleService:
 	default:
-		return "", policy.ErrForbidden
+		return "", keys.ErrForbidden
 	}
 	if requested == "" {
 		w, err := ws.Default(ctx, k.UserID)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
 )
 
 // The roles resolveWorkspace knows beyond what uploads exercise (see
@@ -12,11 +12,11 @@ import (
 // a key of a role it does not know is refused rather than treated as one.
 func TestResolveWorkspaceRoles(t *testing.T) {
 	ws := aliceAndBob()
-	service := &policy.APIKey{ID: "s", UserID: "alice", Role: policy.RoleService}
-	unknown := &policy.APIKey{ID: "u", UserID: "alice", Role: policy.Role("auditor")}
+	service := &keys.APIKey{ID: "s", UserID: "alice", Role: keys.RoleService}
+	unknown := &keys.APIKey{ID: "u", UserID: "alice", Role: keys.Role("auditor")}
 	tests := []struct {
 		name    string
-		key     *policy.APIKey
+		key     *keys.APIKey
 		ws      string
 		want    string
 		wantErr error
@@ -24,8 +24,8 @@ func TestResolveWorkspaceRoles(t *testing.T) {
 		{"service key: the user's default", service, "", aliceDefault, nil},
 		{"service key: any workspace of its user", service, aliceOther, aliceOther, nil},
 		{"service key: another user's workspace", service, bobDefault, "", ErrWorkspaceForbidden},
-		{"unknown role", unknown, "", "", policy.ErrForbidden},
-		{"unknown role, a workspace of its user", unknown, aliceOther, "", policy.ErrForbidden},
+		{"unknown role", unknown, "", "", keys.ErrForbidden},
+		{"unknown role, a workspace of its user", unknown, aliceOther, "", keys.ErrForbidden},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

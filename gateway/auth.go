@@ -9,7 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/limits"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -21,7 +22,7 @@ import (
 // failed more than RateLimits.AuthFailures allows, its requests are refused
 // with 429 before any key is looked at, for as long as the limit says, so a
 // key cannot be guessed faster than that from one address.
-func (a *API) authenticateRequest(r *http.Request) (*policy.APIKey, error) {
+func (a *API) authenticateRequest(r *http.Request) (*keys.APIKey, error) {
 	if a.authFailures != nil && a.authFailures.any() {
 		if err := a.authFailures.blocked(clientAddr(r, a.trusted).String()); err != nil {
 			return nil, err
@@ -31,7 +32,7 @@ func (a *API) authenticateRequest(r *http.Request) (*policy.APIKey, error) {
 	if err == nil {
 		return k, nil
 	}
-	if errors.Is(err, policy.ErrInvalidKey) && a.authFailures != nil {
+	if errors.Is(err, keys.ErrInvalidKey) && a.authFailures != nil {
 		if denied := a.authFailures.charge(r.Context(), clientAddr(r, a.trusted).String()); denied != nil {
 			return nil, denied
 		}
@@ -58,7 +59,7 @@ func credentials(r *http.Request) string {
 // authError keeps the authenticator's verdicts and turns a key store that
 // could not decide into a 503: try again, not "bad key".
 func authError(err error) error {
-	if errors.Is(err, policy.ErrUnauthenticated) || errors.Is(err, policy.ErrInvalidKey) {
+	if errors.Is(err, keys.ErrUnauthenticated) || errors.Is(err, keys.ErrInvalidKey) {
 		return err
 	}
 	return fmt.Errorf("%w: authenticate: %w", errUnavailable, err)
@@ -68,8 +69,8 @@ func authError(err error) error {
 // shared limiter, and remembers locally which addresses are blocked until
 // when, so a blocked address costs no limiter call and no key lookup.
 type authFailureLimit struct {
-	limiter policy.Limiter
-	limit   policy.Limit
+	limiter limits.Limiter
+	limit   limits.Limit
 	now     func() time.Time
 
 	mu    sync.Mutex
@@ -81,7 +82,7 @@ type authFailureLimit struct {
 // limiter alone (which still refuses each further failure).
 const maxBlockedAddrs = 100_000
 
-func newAuthFailureLimit(l policy.Limiter, limit policy.Limit) *authFailureLimit {
+func newAuthFailureLimit(l limits.Limiter, limit limits.Limit) *authFailureLimit {
 	return &authFailureLimit{limiter: l, limit: limit, now: time.Now, until: map[string]time.Time{}}
 }
 
@@ -113,7 +114,7 @@ func (f *authFailureLimit) blocked(client string) error {
 // address is blocked until the limit allows again, and the 429 is returned.
 // A limiter that cannot decide lets the failure be answered as a 401.
 func (f *authFailureLimit) charge(ctx context.Context, client string) error {
-	d, err := f.limiter.Allow(ctx, policy.AuthFailuresKey(client), f.limit, 1)
+	d, err := f.limiter.Allow(ctx, limits.AuthFailuresKey(client), f.limit, 1)
 	if err != nil || d.Allowed {
 		return nil
 	}
@@ -143,7 +144,7 @@ type authBlockedError struct{ seconds int }
 func (e *authBlockedError) Error() string {
 	return fmt.Sprintf("too many failed authentications from this address; retry in %ds", e.seconds)
 }
-func (e *authBlockedError) Unwrap() error          { return policy.ErrRateLimited }
+func (e *authBlockedError) Unwrap() error          { return limits.ErrRateLimited }
 func (e *authBlockedError) RetryAfterSeconds() int { return e.seconds }
 
 // unrouted answers a path or method the API does not have. Under /api/v1

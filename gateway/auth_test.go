@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/limits"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -79,11 +79,11 @@ func TestWrongMethodNamesAllowed(t *testing.T) {
 // gets 429 with Retry-After before its key is even looked at (a right key
 // included, so guessing learns nothing); another address is unaffected.
 func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
-	limiter := policy.NewLocalLimiter(policy.LocalOptions{})
+	limiter := limits.NewLocalLimiter(limits.LocalOptions{})
 	api, _ := newTestAPI(t, Options{Limits: &RateLimits{
 		Limiter:      limiter,
-		Default:      policy.Limit{Rate: 1000, Per: time.Minute, Burst: 1000},
-		AuthFailures: policy.Limit{Rate: 3, Per: time.Minute, Burst: 3},
+		Default:      limits.Limit{Rate: 1000, Per: time.Minute, Burst: 1000},
+		AuthFailures: limits.Limit{Rate: 3, Per: time.Minute, Burst: 3},
 	}})
 	h := api.Handler()
 	from := func(addr, token string) int {

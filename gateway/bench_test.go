@@ -12,17 +12,18 @@ import (
 	"github.com/aigateway/gateway/catalog"
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/gateway/accesslog"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/limits"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
 // oneKeyStore serves a single key, as the authentication cache would.
-type oneKeyStore struct{ k policy.APIKey }
+type oneKeyStore struct{ k keys.APIKey }
 
-func (s oneKeyStore) EnsureUser(context.Context, string) error               { return nil }
-func (s oneKeyStore) CreateKey(context.Context, policy.APIKey) error         { return nil }
-func (s oneKeyStore) KeyByID(context.Context, string) (policy.APIKey, error) { return s.k, nil }
+func (s oneKeyStore) EnsureUser(context.Context, string) error             { return nil }
+func (s oneKeyStore) CreateKey(context.Context, keys.APIKey) error         { return nil }
+func (s oneKeyStore) KeyByID(context.Context, string) (keys.APIKey, error) { return s.k, nil }
 
 // discardResponse is a ResponseWriter that keeps nothing, so the benchmark
 // measures the gateway, not a recorder.
@@ -57,12 +58,12 @@ func lookupChain(tb testing.TB, s lookupSetup) func() int {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	token, key, _ := policy.NewKey()
-	key.UserID, key.Role = "u", policy.RoleStandard
+	token, key, _ := keys.NewKey()
+	key.UserID, key.Role = "u", keys.RoleStandard
 	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
 	o := Options{
 		Log:              zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zap.InfoLevel)),
-		Auth:             policy.NewAuthenticator(oneKeyStore{key}, 1<<62),
+		Auth:             keys.NewAuthenticator(oneKeyStore{key}, 1<<62),
 		Catalog:          catalog.NewStatic(c, slog.New(slog.DiscardHandler)),
 		DisableAccessLog: s.noAccessLog,
 	}
@@ -73,9 +74,9 @@ func lookupChain(tb testing.TB, s lookupSetup) func() int {
 	}
 	if s.rateLimit {
 		o.Limits = &RateLimits{
-			Limiter:      policy.NewLocalLimiter(policy.LocalOptions{}),
-			Default:      policy.Limit{Rate: 1 << 30, Per: time.Second, Burst: 1 << 30},
-			AuthFailures: policy.Limit{Rate: 30, Per: time.Minute, Burst: 30},
+			Limiter:      limits.NewLocalLimiter(limits.LocalOptions{}),
+			Default:      limits.Limit{Rate: 1 << 30, Per: time.Second, Burst: 1 << 30},
+			AuthFailures: limits.Limit{Rate: 30, Per: time.Minute, Burst: 30},
 		}
 	}
 	h := New(o).Handler()

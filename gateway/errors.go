@@ -9,10 +9,11 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/files/sniff"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/limits"
+	"github.com/aigateway/gateway/storage"
 	"github.com/aigateway/gateway/workspace"
 	"go.uber.org/zap"
 )
@@ -67,25 +68,25 @@ type errorKind struct {
 // message clients see. The first row whose target matches (errors.Is) wins.
 // Anything else is a 500 whose text is logged, never shown.
 var errorTable = []errorKind{
-	{policy.ErrUnauthenticated, http.StatusUnauthorized, msgMissingAuth},
-	{policy.ErrInvalidKey, http.StatusUnauthorized, msgInvalidAuth},
-	{policy.ErrReadOnlyKey, http.StatusForbidden, msgReadOnlyKey},
-	{policy.ErrForbidden, http.StatusForbidden, msgManagementOnly},
-	{policy.ErrModelNotAllowed, http.StatusForbidden, msgModelNotAllowed},
+	{keys.ErrUnauthenticated, http.StatusUnauthorized, msgMissingAuth},
+	{keys.ErrInvalidKey, http.StatusUnauthorized, msgInvalidAuth},
+	{keys.ErrReadOnlyKey, http.StatusForbidden, msgReadOnlyKey},
+	{keys.ErrForbidden, http.StatusForbidden, msgManagementOnly},
+	{keys.ErrModelNotAllowed, http.StatusForbidden, msgModelNotAllowed},
 	{errNotFound, http.StatusNotFound, msgNotFound},
 	{errModelNotFound, http.StatusNotFound, msgNotFound},
 	{errUnavailable, http.StatusServiceUnavailable, msgUnavailable},
 	// A backend out of reach (metadata store, object storage, Redis without
 	// failover): 503 with Retry-After, whatever the route.
-	{backends.ErrUnavailable, http.StatusServiceUnavailable, msgUnavailable},
-	{policy.ErrLimiterUnavailable, http.StatusServiceUnavailable, msgUnavailable},
+	{storage.ErrUnavailable, http.StatusServiceUnavailable, msgUnavailable},
+	{limits.ErrLimiterUnavailable, http.StatusServiceUnavailable, msgUnavailable},
 	{errMethodNotAllowed, http.StatusMethodNotAllowed, msgMethodNotAllowed},
 	{errBadRequest, http.StatusBadRequest, msgBadRequest},
 	{errTooLarge, http.StatusRequestEntityTooLarge, msgTooLarge},
 	{errBodyTimeout, http.StatusRequestTimeout, msgRequestTimeout},
-	{policy.ErrRateLimited, http.StatusTooManyRequests, msgRateLimited},
-	{policy.ErrTooManyUploads, http.StatusTooManyRequests, msgRateLimited},
-	{policy.ErrExceedsBurst, http.StatusRequestEntityTooLarge, msgTooLarge},
+	{limits.ErrRateLimited, http.StatusTooManyRequests, msgRateLimited},
+	{limits.ErrTooManyUploads, http.StatusTooManyRequests, msgRateLimited},
+	{limits.ErrExceedsBurst, http.StatusRequestEntityTooLarge, msgTooLarge},
 	{workspace.ErrNotFound, http.StatusNotFound, msgNotFound},
 	{workspace.ErrInvalid, http.StatusBadRequest, msgBadRequest},
 	{workspace.ErrSlugTaken, http.StatusConflict, msgConflict},

@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/limits"
+	"github.com/aigateway/gateway/storage"
 	"go.uber.org/zap"
 )
 
@@ -77,9 +78,9 @@ func TestBodyReaderClassifiesFailures(t *testing.T) {
 // envelope, never a 500.
 func TestOutageIsServiceUnavailable(t *testing.T) {
 	for _, err := range []error{
-		fmt.Errorf("create workspace: %w: dial tcp: connection refused", backends.ErrUnavailable),
-		fmt.Errorf("commit: %w", fmt.Errorf("%w: %w", files.ErrStorageUnavailable, backends.ErrUnavailable)),
-		fmt.Errorf("admit: %w", policy.ErrLimiterUnavailable),
+		fmt.Errorf("create workspace: %w: dial tcp: connection refused", storage.ErrUnavailable),
+		fmt.Errorf("commit: %w", fmt.Errorf("%w: %w", files.ErrStorageUnavailable, storage.ErrUnavailable)),
+		fmt.Errorf("admit: %w", limits.ErrLimiterUnavailable),
 	} {
 		req := httptest.NewRequest(http.MethodGet, "/api/v1/workspaces", nil)
 		rec := httptest.NewRecorder()
@@ -127,8 +128,8 @@ func TestServiceKeyWritesAreToldWhy(t *testing.T) {
 		err     error
 		message string
 	}{
-		{fmt.Errorf("delete: %w", policy.ErrReadOnlyKey), msgReadOnlyKey},
-		{policy.ErrForbidden, msgManagementOnly},
+		{fmt.Errorf("delete: %w", keys.ErrReadOnlyKey), msgReadOnlyKey},
+		{keys.ErrForbidden, msgManagementOnly},
 	} {
 		rec := httptest.NewRecorder()
 		writeError(rec, httptest.NewRequest(http.MethodGet, "/api/v1/files", nil), zap.NewNop(), tc.err)

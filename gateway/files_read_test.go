@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/storage"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -184,7 +184,7 @@ func TestFileRouteErrors(t *testing.T) {
 		{"not downloadable", files.ErrNotDownloadable, 400, "File is not downloadable", "map[]"},
 		{"bad cursor", &files.ParamError{Param: "cursor", Problem: "not a cursor of this listing"}, 400, msgBadRequest, "map[fields:map[cursor:not a cursor of this listing]]"},
 		{"forbidden workspace", files.ErrWorkspaceForbidden, 403, msgWorkspaceForbidden, "map[]"},
-		{"service key writing", policy.ErrForbidden, 403, msgManagementOnly, "map[]"},
+		{"service key writing", keys.ErrForbidden, 403, msgManagementOnly, "map[]"},
 		{"provider throttled", &files.RateLimitedError{Provider: "openai", RetryAfter: 7 * time.Second}, 429, msgRateLimited, "map[]"},
 		{"provider failed", fmt.Errorf("%w: 500", files.ErrProvider), 502, msgProviderError, "map[]"},
 		{"provider rejected", fmt.Errorf("%w: 400", files.ErrProviderRejected), 400, msgBadRequest, "map[]"},
@@ -329,13 +329,13 @@ func TestFileRoutesIDORMatrix(t *testing.T) {
 		otherFile = "file-alice-second"
 	)
 	keys := fakeAuth{
-		"alice-std":  {ID: "k1", UserID: "alice", Role: policy.RoleStandard, WorkspaceID: aliceWS},
-		"alice-mgmt": {ID: "k2", UserID: "alice", Role: policy.RoleManagement},
-		"alice-svc":  {ID: "k3", UserID: "alice", Role: policy.RoleService},
-		"alice-ws2":  {ID: "k4", UserID: "alice", Role: policy.RoleStandard, WorkspaceID: aliceWS2},
-		"bob-std":    {ID: "k5", UserID: "bob", Role: policy.RoleStandard, WorkspaceID: bobWS},
-		"bob-mgmt":   {ID: "k6", UserID: "bob", Role: policy.RoleManagement},
-		"bob-svc":    {ID: "k7", UserID: "bob", Role: policy.RoleService},
+		"alice-std":  {ID: "k1", UserID: "alice", Role: keys.RoleStandard, WorkspaceID: aliceWS},
+		"alice-mgmt": {ID: "k2", UserID: "alice", Role: keys.RoleManagement},
+		"alice-svc":  {ID: "k3", UserID: "alice", Role: keys.RoleService},
+		"alice-ws2":  {ID: "k4", UserID: "alice", Role: keys.RoleStandard, WorkspaceID: aliceWS2},
+		"bob-std":    {ID: "k5", UserID: "bob", Role: keys.RoleStandard, WorkspaceID: bobWS},
+		"bob-mgmt":   {ID: "k6", UserID: "bob", Role: keys.RoleManagement},
+		"bob-svc":    {ID: "k7", UserID: "bob", Role: keys.RoleService},
 	}
 	type want struct{ list, get, content, del int }
 	// list is the number of alice's default-workspace files the key sees
@@ -368,7 +368,7 @@ func TestFileRoutesIDORMatrix(t *testing.T) {
 			}
 			bucket := memBucket{"ws/" + aliceWS + "/" + fileID: []byte("hello")}
 			rs, err := files.NewReadService(files.ReadConfig{Downloadable: true, CursorKey: bytes.Repeat([]byte{1}, 32)}, files.ReadDeps{
-				Catalog: store, Bucket: bucket,
+				Records: store, Bucket: bucket,
 				Workspaces: memWorkspaces{aliceWS: "alice", aliceWS2: "alice", bobWS: "bob"},
 			})
 			if err != nil {
@@ -430,24 +430,24 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// memCatalog is a files.Catalog in memory.
-type memCatalog struct {
+// memRecords is files.Records in memory.
+type memRecords struct {
 	mu   sync.Mutex
 	recs map[string]files.Record
 }
 
-func newMemCatalog() *memCatalog { return &memCatalog{recs: map[string]files.Record{}} }
+func newMemCatalog() *memRecords { return &memRecords{recs: map[string]files.Record{}} }
 
-func (m *memCatalog) put(r files.Record) { m.recs[r.ID] = r }
+func (m *memRecords) put(r files.Record) { m.recs[r.ID] = r }
 
-func (m *memCatalog) has(id string) bool {
+func (m *memRecords) has(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	_, ok := m.recs[id]
 	return ok
 }
 
-func (m *memCatalog) ListFiles(_ context.Context, q files.ListQuery) (files.RecordPage, error) {
+func (m *memRecords) ListFiles(_ context.Context, q files.ListQuery) (files.RecordPage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var page files.RecordPage
@@ -468,7 +468,7 @@ func (m *memCatalog) ListFiles(_ context.Context, q files.ListQuery) (files.Reco
 	return page, nil
 }
 
-func (m *memCatalog) FileByID(_ context.Context, ws, id string) (files.Record, error) {
+func (m *memRecords) FileByID(_ context.Context, ws, id string) (files.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.recs[id]; ok && r.WorkspaceID == ws {
@@ -477,7 +477,7 @@ func (m *memCatalog) FileByID(_ context.Context, ws, id string) (files.Record, e
 	return files.Record{}, files.ErrNotFound
 }
 
-func (m *memCatalog) DeleteFile(ctx context.Context, ws, id string) (files.Record, error) {
+func (m *memRecords) DeleteFile(ctx context.Context, ws, id string) (files.Record, error) {
 	r, err := m.FileByID(ctx, ws, id)
 	if err == nil {
 		m.mu.Lock()
@@ -511,23 +511,23 @@ func (w memWorkspaces) Default(_ context.Context, user string) (workspace.Worksp
 	return workspace.Workspace{ID: slices.Min(ids)}, nil
 }
 
-// memBucket is a read-only backends.Bucket in memory.
+// memBucket is a read-only storage.Bucket in memory.
 type memBucket map[string][]byte
 
-func (b memBucket) Upload(context.Context, string, io.Reader, int64, backends.UploadOptions) (backends.Object, error) {
-	return backends.Object{}, errors.New("read only")
+func (b memBucket) Upload(context.Context, string, io.Reader, int64, storage.UploadOptions) (storage.Object, error) {
+	return storage.Object{}, errors.New("read only")
 }
 
 func (b memBucket) Open(_ context.Context, key string) (io.ReadCloser, error) {
 	data, ok := b[key]
 	if !ok {
-		return nil, backends.ErrNotFound
+		return nil, storage.ErrNotFound
 	}
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
-func (b memBucket) Stat(context.Context, string) (backends.Object, error) {
-	return backends.Object{}, errors.New("unused")
+func (b memBucket) Stat(context.Context, string) (storage.Object, error) {
+	return storage.Object{}, errors.New("unused")
 }
 func (b memBucket) Delete(context.Context, string) error { return nil }
 func (b memBucket) Close() error                         { return nil }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -19,22 +19,22 @@ import (
 )
 
 // fakeAuth accepts the tokens it holds.
-type fakeAuth map[string]*policy.APIKey
+type fakeAuth map[string]*keys.APIKey
 
-func (f fakeAuth) Authenticate(_ context.Context, header string) (*policy.APIKey, error) {
+func (f fakeAuth) Authenticate(_ context.Context, header string) (*keys.APIKey, error) {
 	if header == "" {
-		return nil, policy.ErrUnauthenticated
+		return nil, keys.ErrUnauthenticated
 	}
 	token, ok := strings.CutPrefix(header, "Bearer ")
 	if k, known := f[token]; ok && known {
 		return k, nil
 	}
-	return nil, policy.ErrInvalidKey
+	return nil, keys.ErrInvalidKey
 }
 
 var (
-	standardKey   = &policy.APIKey{ID: "k-standard", UserID: "u1", Role: policy.RoleStandard, WorkspaceID: "w1"}
-	managementKey = &policy.APIKey{ID: "k-management", UserID: "u1", Role: policy.RoleManagement}
+	standardKey   = &keys.APIKey{ID: "k-standard", UserID: "u1", Role: keys.RoleStandard, WorkspaceID: "w1"}
+	managementKey = &keys.APIKey{ID: "k-management", UserID: "u1", Role: keys.RoleManagement}
 	testAuth      = fakeAuth{"standard": standardKey, "management": managementKey}
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/gateway/accesslog"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 )
@@ -27,7 +27,7 @@ type exchange struct {
 	bytes     int64
 	wrote     bool
 	requestID string
-	key       *policy.APIKey
+	key       *keys.APIKey
 	// idHeader and etagHeader back the values of X-Request-Id and ETag:
 	// one allocation less per request each than slices of their own.
 	idHeader   [1]string
@@ -99,7 +99,7 @@ func requestIDOf(w http.ResponseWriter) string {
 
 // keyOf returns the authenticated key; the auth middleware guarantees it
 // on every /api/v1 route.
-func keyOf(w http.ResponseWriter) *policy.APIKey {
+func keyOf(w http.ResponseWriter) *keys.APIKey {
 	if e := exchangeOf(w); e != nil {
 		return e.key
 	}
@@ -296,8 +296,8 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 // managementOnly refuses ordinary keys with the spec's 403.
 func (a *API) managementOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if k := keyOf(w); k == nil || k.Role != policy.RoleManagement {
-			writeError(w, r, a.log, policy.ErrForbidden)
+		if k := keyOf(w); k == nil || k.Role != keys.RoleManagement {
+			writeError(w, r, a.log, keys.ErrForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aigateway/gateway/catalog"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -46,7 +46,7 @@ func (a *API) getModel(w http.ResponseWriter, r *http.Request) error {
 	// Allowlists hold canonical ids (keys create resolves what it is given):
 	// a model allows all its variants and aliases, a variant only itself.
 	if k := keyOf(w); k != nil && !k.AllowsModel(e.BaseID) && !k.AllowsModel(e.ID) {
-		return policy.ErrModelNotAllowed
+		return keys.ErrModelNotAllowed
 	}
 	writeCached(w, r, e.ETag, e.Body)
 	return nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/aigateway/gateway/catalog"
 	"github.com/aigateway/gateway/configs"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
 )
 
 // staticCatalog is a CatalogSource that never reloads.
@@ -37,7 +37,7 @@ func shippedCatalog(t testing.TB) staticCatalog {
 
 func TestModelRoutes(t *testing.T) {
 	const model = "ai21/jamba-large-1.7"
-	limited := &policy.APIKey{ID: "k-limited", UserID: "u1", Role: policy.RoleStandard, Models: []string{"amazon/nova-lite-v1"}}
+	limited := &keys.APIKey{ID: "k-limited", UserID: "u1", Role: keys.RoleStandard, Models: []string{"amazon/nova-lite-v1"}}
 	api, _ := newTestAPI(t, Options{
 		Catalog: shippedCatalog(t),
 		Auth:    fakeAuth{"standard": standardKey, "limited": limited},

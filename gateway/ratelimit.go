@@ -6,24 +6,25 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/limits"
 )
 
 // RateLimits are the request limits of the API. The limiter decides; a
 // failover limiter never returns an error for Redis trouble (it falls back to
 // local limits), so an error here is a programming or configuration error.
 type RateLimits struct {
-	Limiter policy.Limiter
-	Default policy.Limit
-	Files   policy.Limit
+	Limiter limits.Limiter
+	Default limits.Limit
+	Files   limits.Limit
 	// AuthFailures limits failed authentications per client address; a
 	// zero Rate turns that off.
-	AuthFailures policy.Limit
+	AuthFailures limits.Limit
 }
 
 // limit is the configured limit of a request class.
-func (l *RateLimits) limit(c policy.Class) policy.Limit {
-	if c == policy.ClassFiles {
+func (l *RateLimits) limit(c limits.Class) limits.Limit {
+	if c == limits.ClassFiles {
 		return l.Files
 	}
 	return l.Default
@@ -34,7 +35,7 @@ func (l *RateLimits) limit(c policy.Class) policy.Limit {
 // could rotate. Uploads are additionally limited per workspace by the upload
 // admission, once the workspace is known; a denial there answers with the
 // headers of the limit that denied (see writeError), not these.
-func (a *API) rateLimit(class policy.Class) func(http.Handler) http.Handler {
+func (a *API) rateLimit(class limits.Class) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if a.limits == nil || a.limits.Limiter == nil {
 			return next
@@ -43,16 +44,16 @@ func (a *API) rateLimit(class policy.Class) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			k := keyOf(w)
 			if k == nil { // unreachable behind authenticate; refuse rather than skip
-				writeError(w, r, a.log, policy.ErrUnauthenticated)
+				writeError(w, r, a.log, keys.ErrUnauthenticated)
 				return
 			}
-			d, err := a.limits.Limiter.Allow(r.Context(), policy.RequestsKey(class, k.ID), limit, 1)
+			d, err := a.limits.Limiter.Allow(r.Context(), limits.RequestsKey(class, k.ID), limit, 1)
 			if err != nil {
 				writeError(w, r, a.log, err)
 				return
 			}
 			if !d.Allowed {
-				writeError(w, r, a.log, policy.Denied(d, policy.LimitRequests))
+				writeError(w, r, a.log, limits.Denied(d, limits.LimitRequests))
 				return
 			}
 			setRateLimitHeaders(w.Header(), d)
@@ -74,7 +75,7 @@ const (
 // RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (seconds until
 // the bucket is full, rounded up) on every decision, and Retry-After (whole
 // seconds, rounded up, at least 1) only when the request was denied.
-func setRateLimitHeaders(h http.Header, d policy.Decision) {
+func setRateLimitHeaders(h http.Header, d limits.Decision) {
 	// Set on every allowed request, so built with two allocations instead
 	// of eight: the three numbers in one string, the three values in one
 	// array (each capped, so an Add elsewhere cannot write over its
@@ -110,7 +111,7 @@ var (
 // rateLimit when it let the request in, with capacity left. Any other 429
 // has no limit of ours to describe, so those headers go.
 func setRetryHeaders(h http.Header, status int, err error) {
-	var limited *policy.LimitedError
+	var limited *limits.LimitedError
 	if status == http.StatusTooManyRequests && errors.As(err, &limited) {
 		setRateLimitHeaders(h, limited.Decision)
 		return

@@ -7,38 +7,38 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/limits"
 )
 
 func TestSetRateLimitHeaders(t *testing.T) {
 	tests := []struct {
 		name string
-		d    policy.Decision
+		d    limits.Decision
 		want map[string]string // "" means absent
 	}{
 		{
 			name: "allowed",
-			d:    policy.Decision{Allowed: true, Limit: 100, Remaining: 42, ResetAfter: 1500 * time.Millisecond},
+			d:    limits.Decision{Allowed: true, Limit: 100, Remaining: 42, ResetAfter: 1500 * time.Millisecond},
 			want: map[string]string{"RateLimit-Limit": "100", "RateLimit-Remaining": "42", "RateLimit-Reset": "2", "Retry-After": ""},
 		},
 		{
 			name: "allowed full bucket",
-			d:    policy.Decision{Allowed: true, Limit: 5, Remaining: 5},
+			d:    limits.Decision{Allowed: true, Limit: 5, Remaining: 5},
 			want: map[string]string{"RateLimit-Limit": "5", "RateLimit-Remaining": "5", "RateLimit-Reset": "0", "Retry-After": ""},
 		},
 		{
 			name: "denied rounds retry up",
-			d:    policy.Decision{Limit: 20, RetryAfter: 2001 * time.Millisecond, ResetAfter: 60 * time.Second},
+			d:    limits.Decision{Limit: 20, RetryAfter: 2001 * time.Millisecond, ResetAfter: 60 * time.Second},
 			want: map[string]string{"RateLimit-Limit": "20", "RateLimit-Remaining": "0", "RateLimit-Reset": "60", "Retry-After": "3"},
 		},
 		{
 			name: "denied with a sub-second wait still says one second",
-			d:    policy.Decision{Limit: 20, RetryAfter: time.Millisecond, ResetAfter: time.Millisecond},
+			d:    limits.Decision{Limit: 20, RetryAfter: time.Millisecond, ResetAfter: time.Millisecond},
 			want: map[string]string{"RateLimit-Reset": "1", "Retry-After": "1"},
 		},
 		{
 			name: "denied exact seconds",
-			d:    policy.Decision{Limit: 1, RetryAfter: 30 * time.Second, ResetAfter: 30 * time.Second},
+			d:    limits.Decision{Limit: 1, RetryAfter: 30 * time.Second, ResetAfter: 30 * time.Second},
 			want: map[string]string{"RateLimit-Reset": "30", "Retry-After": "30"},
 		},
 	}
@@ -62,19 +62,19 @@ func TestSetRateLimitHeaders(t *testing.T) {
 // handler behind the files class's rate limit, as the upload admission's
 // do through the file service.
 func TestDenialHeadersDescribeTheDenyingLimit(t *testing.T) {
-	limits := &RateLimits{
-		Limiter: policy.NewLocalLimiter(policy.LocalOptions{}),
-		Default: policy.Limit{Rate: 600, Per: time.Minute, Burst: 100},
-		Files:   policy.Limit{Rate: 60, Per: time.Minute, Burst: 20},
+	rates := &RateLimits{
+		Limiter: limits.NewLocalLimiter(limits.LocalOptions{}),
+		Default: limits.Limit{Rate: 600, Per: time.Minute, Burst: 100},
+		Files:   limits.Limit{Rate: 60, Per: time.Minute, Burst: 20},
 	}
 	// The denials the upload admission gives the file service: a byte
 	// budget with room for 200 bytes refusing 300, and a key with its one
 	// upload in flight.
 	start := time.Now()
-	admission := &policy.UploadAdmission{
-		Limiter:     policy.NewLocalLimiter(policy.LocalOptions{Now: func() time.Time { return start }}),
-		InFlight:    policy.NewLocalInFlight(),
-		Bytes:       policy.Limit{Rate: 1000, Per: time.Hour, Burst: 1000},
+	admission := &limits.UploadAdmission{
+		Limiter:     limits.NewLocalLimiter(limits.LocalOptions{Now: func() time.Time { return start }}),
+		InFlight:    limits.NewLocalInFlight(),
+		Bytes:       limits.Limit{Rate: 1000, Per: time.Hour, Burst: 1000},
 		MaxInFlight: 1,
 	}
 	ctx := context.Background()
@@ -107,15 +107,15 @@ func TestDenialHeadersDescribeTheDenyingLimit(t *testing.T) {
 		},
 		{
 			name: "a 429 naming no limit",
-			err:  policy.ErrTooManyUploads,
+			err:  limits.ErrTooManyUploads,
 			want: map[string]string{"RateLimit-Limit": "", "RateLimit-Remaining": "", "RateLimit-Reset": "", "Retry-After": "1"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			api, _ := newTestAPI(t, Options{Limits: limits})
+			api, _ := newTestAPI(t, Options{Limits: rates})
 			denied := api.adapt(func(http.ResponseWriter, *http.Request) error { return tc.err })
-			h := api.observe(api.authenticate(api.rateLimit(policy.ClassFiles)(denied)))
+			h := api.observe(api.authenticate(api.rateLimit(limits.ClassFiles)(denied)))
 			rec := do(t, h, "POST", "/api/v1/files", "standard", nil)
 			if rec.Code != http.StatusTooManyRequests {
 				t.Fatalf("status = %d, want 429", rec.Code)
@@ -136,25 +136,25 @@ func TestDenialHeadersDescribeTheDenyingLimit(t *testing.T) {
 // own headers, on admission and on denial, and classes do not share a
 // bucket.
 func TestRequestLimitHeaders(t *testing.T) {
-	limits := &RateLimits{
-		Limiter: policy.NewLocalLimiter(policy.LocalOptions{}),
-		Default: policy.Limit{Rate: 1, Per: time.Hour, Burst: 3},
-		Files:   policy.Limit{Rate: 1, Per: time.Hour, Burst: 1},
+	rates := &RateLimits{
+		Limiter: limits.NewLocalLimiter(limits.LocalOptions{}),
+		Default: limits.Limit{Rate: 1, Per: time.Hour, Burst: 3},
+		Files:   limits.Limit{Rate: 1, Per: time.Hour, Burst: 1},
 	}
-	api, _ := newTestAPI(t, Options{Limits: limits})
+	api, _ := newTestAPI(t, Options{Limits: rates})
 	ok := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }
-	chain := func(c policy.Class) http.Handler {
+	chain := func(c limits.Class) http.Handler {
 		return api.observe(api.authenticate(api.rateLimit(c)(http.HandlerFunc(ok))))
 	}
 	steps := []struct {
-		class                        policy.Class
+		class                        limits.Class
 		status                       int
 		limit, remaining, retryAfter string
 	}{
-		{policy.ClassFiles, http.StatusNoContent, "1", "0", ""},
-		{policy.ClassFiles, http.StatusTooManyRequests, "1", "0", "3600"},
-		{policy.ClassDefault, http.StatusNoContent, "3", "2", ""},
-		{policy.ClassDefault, http.StatusNoContent, "3", "1", ""},
+		{limits.ClassFiles, http.StatusNoContent, "1", "0", ""},
+		{limits.ClassFiles, http.StatusTooManyRequests, "1", "0", "3600"},
+		{limits.ClassDefault, http.StatusNoContent, "3", "2", ""},
+		{limits.ClassDefault, http.StatusNoContent, "3", "1", ""},
 	}
 	for i, st := range steps {
 		rec := do(t, chain(st.class), "GET", "/api/v1/models", "standard", nil)
@@ -174,7 +174,7 @@ func TestRetryHeadersOfOtherStatuses(t *testing.T) {
 	}{
 		{"unavailable asks for a second", http.StatusServiceUnavailable, errUnavailable, "1"},
 		{"a client error says nothing", http.StatusBadRequest, errBadRequest, ""},
-		{"a limit wrapped in a 503 keeps the 503's", http.StatusServiceUnavailable, fmt.Errorf("%w: %w", errUnavailable, policy.Denied(policy.Decision{Limit: 9, RetryAfter: time.Minute}, policy.LimitUploads)), "1"},
+		{"a limit wrapped in a 503 keeps the 503's", http.StatusServiceUnavailable, fmt.Errorf("%w: %w", errUnavailable, limits.Denied(limits.Decision{Limit: 9, RetryAfter: time.Minute}, limits.LimitUploads)), "1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,7 +195,7 @@ func TestRetryHeadersOfOtherStatuses(t *testing.T) {
 // array; adding to one must not change another.
 func TestRateLimitHeaderValuesStandApart(t *testing.T) {
 	h := http.Header{}
-	setRateLimitHeaders(h, policy.Decision{Allowed: true, Limit: 1000, Remaining: 999, ResetAfter: 1500 * time.Millisecond})
+	setRateLimitHeaders(h, limits.Decision{Allowed: true, Limit: 1000, Remaining: 999, ResetAfter: 1500 * time.Millisecond})
 	h.Add("RateLimit-Limit", "x")
 	h.Add("RateLimit-Remaining", "y")
 	if got := h.Values("RateLimit-Limit"); len(got) != 2 || got[0] != "1000" || got[1] != "x" {

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/gateway/accesslog"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/limits"
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -21,7 +22,7 @@ import (
 
 // Authenticator turns an Authorization header into the caller's key.
 type Authenticator interface {
-	Authenticate(ctx context.Context, header string) (*policy.APIKey, error)
+	Authenticate(ctx context.Context, header string) (*keys.APIKey, error)
 }
 
 // Options are the dependencies of the API. Nil services leave their routes
@@ -138,7 +139,7 @@ func (a *API) Handler() http.Handler {
 
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate)
-		r.Use(a.rateLimit(policy.ClassDefault))
+		r.Use(a.rateLimit(limits.ClassDefault))
 
 		r.Get(apiPrefix+"/model/{author}/{slug}", a.adapt(a.getModel))
 		r.Get(apiPrefix+"/models", a.adapt(a.listModels))
@@ -153,7 +154,7 @@ func (a *API) Handler() http.Handler {
 		})
 
 		r.Group(func(r chi.Router) {
-			r.Use(a.rateLimit(policy.ClassFiles))
+			r.Use(a.rateLimit(limits.ClassFiles))
 			r.Post(apiPrefix+"/files", a.adapt(a.uploadFile))
 			r.Get(apiPrefix+"/files", a.adapt(a.listFiles))
 			r.Get(apiPrefix+"/files/{id}", a.adapt(a.getFile))

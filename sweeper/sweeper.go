@@ -17,8 +17,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/storage"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -61,7 +61,7 @@ type Config struct {
 type Sweeper struct {
 	cfg     Config
 	store   Store
-	bucket  backends.Bucket
+	bucket  storage.Bucket
 	log     *slog.Logger
 	now     func() time.Time
 	removed *prometheus.CounterVec
@@ -82,7 +82,7 @@ const (
 )
 
 // New returns a Sweeper whose metrics are registered on reg (nil: none).
-func New(cfg Config, store Store, bucket backends.Bucket, log *slog.Logger, reg prometheus.Registerer) *Sweeper {
+func New(cfg Config, store Store, bucket storage.Bucket, log *slog.Logger, reg prometheus.Registerer) *Sweeper {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -136,12 +136,12 @@ func (s *Sweeper) Sweep(ctx context.Context) Result {
 	var r Result
 	r.Reservations = s.count(KindReservation, &r, func() (int, error) { return s.store.SweepReservations(ctx, s.cfg.Batch) })
 	r.IdempotencyRecords = s.count(KindIdempotency, &r, func() (int, error) { return s.store.SweepIdempotency(ctx, s.cfg.Batch) })
-	if ps, ok := s.bucket.(backends.PendingSweeper); ok {
+	if ps, ok := s.bucket.(storage.PendingSweeper); ok {
 		r.Pending = s.count(KindPending, &r, func() (int, error) {
 			return ps.AbortPending(ctx, s.now().Add(-s.cfg.Grace), s.cfg.Batch)
 		})
 	}
-	if l, ok := s.bucket.(backends.Lister); ok {
+	if l, ok := s.bucket.(storage.Lister); ok {
 		r.Objects = s.count(KindObject, &r, func() (int, error) { return s.sweepObjects(ctx, l) })
 	}
 	n, err := s.checkRecords(ctx)
@@ -175,7 +175,7 @@ func (s *Sweeper) fail(kind string, err error, r *Result) {
 // record and are older than Grace. The object's own time is when it was
 // finished, and a record is written right after that, so an object
 // without a record that old was left by a process that died in between.
-func (s *Sweeper) sweepObjects(ctx context.Context, l backends.Lister) (int, error) {
+func (s *Sweeper) sweepObjects(ctx context.Context, l storage.Lister) (int, error) {
 	batch, last, err := s.nextObjects(ctx, l)
 	if err != nil {
 		return 0, err
@@ -196,7 +196,7 @@ func (s *Sweeper) sweepObjects(ctx context.Context, l backends.Lister) (int, err
 			continue
 		}
 		obj, err := s.bucket.Stat(ctx, key)
-		if errors.Is(err, backends.ErrNotFound) {
+		if errors.Is(err, storage.ErrNotFound) {
 			continue // removed meanwhile
 		}
 		if err != nil {
@@ -224,8 +224,8 @@ func (s *Sweeper) sweepObjects(ctx context.Context, l backends.Lister) (int, err
 // nextObjects returns the next Batch keys after the cursor, and whether
 // they end the bucket: one bounded page where the bucket can list pages,
 // else from a whole listing.
-func (s *Sweeper) nextObjects(ctx context.Context, l backends.Lister) (batch []string, last bool, err error) {
-	if pl, ok := l.(backends.PageLister); ok {
+func (s *Sweeper) nextObjects(ctx context.Context, l storage.Lister) (batch []string, last bool, err error) {
+	if pl, ok := l.(storage.PageLister); ok {
 		batch, err = pl.ListAfter(ctx, ObjectPrefix, s.objectCursor, s.cfg.Batch)
 		return batch, len(batch) < s.cfg.Batch, err
 	}
@@ -257,7 +257,7 @@ func (s *Sweeper) checkRecords(ctx context.Context) (int, error) {
 	var errs []error
 	for _, rec := range recs {
 		_, err := s.bucket.Stat(ctx, rec.ObjectKey)
-		if errors.Is(err, backends.ErrNotFound) {
+		if errors.Is(err, storage.ErrNotFound) {
 			// A file deleted meanwhile loses its object first or just
 			// after: only a record that is still there is missing its object.
 			if _, err := s.store.FileByID(ctx, rec.WorkspaceID, rec.ID); errors.Is(err, files.ErrNotFound) {

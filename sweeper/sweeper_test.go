@@ -13,9 +13,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/policy/limitertest"
+	"github.com/aigateway/gateway/limits/limitertest"
+	"github.com/aigateway/gateway/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -98,26 +98,26 @@ type fakeBucket struct {
 }
 
 var (
-	_ backends.Lister         = (*fakeBucket)(nil)
-	_ backends.PendingSweeper = (*fakeBucket)(nil)
+	_ storage.Lister         = (*fakeBucket)(nil)
+	_ storage.PendingSweeper = (*fakeBucket)(nil)
 )
 
-func (b *fakeBucket) Upload(context.Context, string, io.Reader, int64, backends.UploadOptions) (backends.Object, error) {
-	return backends.Object{}, errors.New("not used")
+func (b *fakeBucket) Upload(context.Context, string, io.Reader, int64, storage.UploadOptions) (storage.Object, error) {
+	return storage.Object{}, errors.New("not used")
 }
 
 func (b *fakeBucket) Open(context.Context, string) (io.ReadCloser, error) {
 	return nil, errors.New("not used")
 }
 
-func (b *fakeBucket) Stat(_ context.Context, key string) (backends.Object, error) {
+func (b *fakeBucket) Stat(_ context.Context, key string) (storage.Object, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t, ok := b.objects[key]
 	if !ok {
-		return backends.Object{}, backends.ErrNotFound
+		return storage.Object{}, storage.ErrNotFound
 	}
-	return backends.Object{Key: key, Size: 1, Modified: t}, nil
+	return storage.Object{Key: key, Size: 1, Modified: t}, nil
 }
 
 func (b *fakeBucket) Delete(_ context.Context, key string) error {

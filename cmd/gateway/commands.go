@@ -9,11 +9,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/aigateway/gateway/backends/byok"
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/keys/seal"
 )
 
 // newFlags makes a flag set whose errors are returned, not printed.
@@ -99,12 +99,12 @@ func keysCreate(ctx context.Context, args []string, e env) error {
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
-	req := app.KeyRequest{Name: *name, User: *user, Role: policy.RoleStandard, Workspace: *ws, Models: allow}
+	req := app.KeyRequest{Name: *name, User: *user, Role: keys.RoleStandard, Workspace: *ws, Models: allow}
 	switch {
 	case *management:
-		req.Role = policy.RoleManagement
+		req.Role = keys.RoleManagement
 	case *service:
-		req.Role = policy.RoleService
+		req.Role = keys.RoleService
 	}
 
 	rt, err := openRuntime(ctx, *path, e)
@@ -141,7 +141,7 @@ func byokSet(ctx context.Context, args []string, e env) error {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read key from stdin: %w", err)
 	}
-	secret := byok.NewSecret(strings.TrimSpace(line))
+	secret := seal.NewSecret(strings.TrimSpace(line))
 	if secret.Reveal() == "" {
 		return errors.New("no key on stdin")
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aigateway/gateway/config"
+	"github.com/aigateway/gateway/internal/config"
 	"gopkg.in/yaml.v3"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/config"
+	"github.com/aigateway/gateway/internal/config"
 )
 
 // The test binary doubles as the gateway: with runMainVar set, TestMain runs

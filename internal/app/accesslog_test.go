@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/gateway/accesslog"
+	"github.com/aigateway/gateway/internal/config"
 	"go.uber.org/zap"
 )
 

@@ -8,19 +8,20 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/aigateway/gateway/backends"
-	"github.com/aigateway/gateway/backends/byok"
-	"github.com/aigateway/gateway/backends/fs"
-	"github.com/aigateway/gateway/backends/gcs"
-	"github.com/aigateway/gateway/backends/open"
-	"github.com/aigateway/gateway/backends/s3"
 	"github.com/aigateway/gateway/catalog"
-	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/gateway"
 	"github.com/aigateway/gateway/gateway/accesslog"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/keys/seal"
+	"github.com/aigateway/gateway/providers"
+	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/storage/backend"
+	"github.com/aigateway/gateway/storage/fs"
+	"github.com/aigateway/gateway/storage/gcs"
+	"github.com/aigateway/gateway/storage/s3"
 	"github.com/aigateway/gateway/sweeper"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,7 +76,7 @@ func (a *App) build(ctx context.Context) error {
 		}
 	}()
 
-	bucket, err := open.Bucket(ctx, StorageOptions(cfg.Storage), log)
+	bucket, err := backend.Open(ctx, StorageOptions(cfg.Storage), log)
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
@@ -85,7 +86,7 @@ func (a *App) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sealer, err := byok.NewSealer(sealingKey)
+	sealer, err := seal.NewSealer(sealingKey)
 	if err != nil {
 		return err
 	}
@@ -93,21 +94,21 @@ func (a *App) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var providers []byok.Provider
-	for name, pc := range map[string]config.Provider{byok.ProviderOpenAI: cfg.Providers.OpenAI, byok.ProviderAnthropic: cfg.Providers.Anthropic} {
-		p, err := byok.New(name, byok.Options{BaseURL: pc.BaseURL, Timeout: pc.Timeout}, log)
+	var clients []providers.Provider
+	for name, pc := range map[string]config.Provider{providers.ProviderOpenAI: cfg.Providers.OpenAI, providers.ProviderAnthropic: cfg.Providers.Anthropic} {
+		p, err := providers.New(name, providers.Options{BaseURL: pc.BaseURL, Timeout: pc.Timeout}, log)
 		if err != nil {
 			return fmt.Errorf("providers.%s: %w", name, err)
 		}
-		providers = append(providers, p)
+		clients = append(clients, p)
 	}
 
-	limits, ready, err := openLimits(cfg, log, reg, &a.closers)
+	lims, ready, err := openLimits(cfg, log, reg, &a.closers)
 	if err != nil {
 		return err
 	}
 	ready["metadata"] = st.Ping
-	if c, ok := bucket.(backends.Checker); ok {
+	if c, ok := bucket.(storage.Checker); ok {
 		// Without storage only uploads fail (503); lookups and workspaces
 		// still work, so the replica stays in rotation and says so.
 		ready["storage"] = func(ctx context.Context) error {
@@ -120,7 +121,7 @@ func (a *App) build(ctx context.Context) error {
 	}
 
 	workspaces := workspace.NewService(st, catalogModels{a.catalog})
-	keyring := byok.NewKeyring(sealer, providers...)
+	keyring := providers.NewKeyring(sealer, clients...)
 	a.files = files.NewService(files.Config{
 		MaxFileBytes:   int64(cfg.Limits.MaxFileBytes),
 		WorkspaceQuota: int64(cfg.Limits.WorkspaceStorageBytes),
@@ -128,10 +129,10 @@ func (a *App) build(ctx context.Context) error {
 		Backend:        cfg.Storage.Backend,
 	}, files.Deps{
 		Store: st, Keys: st, Bucket: bucket, Opener: keyring,
-		Workspaces: workspaces, Admission: limits.admission, Log: slogOf(log),
+		Workspaces: workspaces, Admission: lims.admission, Log: slogOf(log),
 	})
 	reader, err := files.NewReadService(files.ReadConfig{Downloadable: cfg.Files.Downloadable, CursorKey: cursorKey}, files.ReadDeps{
-		Catalog: st, Keys: st, Bucket: bucket, Opener: keyring,
+		Records: st, Keys: st, Bucket: bucket, Opener: keyring,
 		Workspaces: workspaces, Log: slogOf(log),
 	})
 	if err != nil {
@@ -157,12 +158,12 @@ func (a *App) build(ctx context.Context) error {
 	a.api = gateway.New(gateway.Options{
 		Log:             log,
 		AccessLog:       a.accessLog(reg),
-		Auth:            policy.NewAuthenticator(st, authCacheTTL),
+		Auth:            keys.NewAuthenticator(st, authCacheTTL),
 		Catalog:         a.catalog,
 		Workspaces:      workspaces,
 		Files:           a.files,
 		FileReader:      reader,
-		Limits:          limits.requests,
+		Limits:          lims.requests,
 		Registry:        reg,
 		TrustedProxies:  cfg.Server.TrustedPrefixes(),
 		ReadyChecks:     ready,
@@ -263,8 +264,8 @@ func (c catalogModels) ModelExists(id string) bool {
 
 // StorageOptions turns the storage section of the configuration into the
 // backends' own options.
-func StorageOptions(c config.Storage) open.Storage {
-	return open.Storage{
+func StorageOptions(c config.Storage) backend.Options {
+	return backend.Options{
 		Backend: c.Backend,
 		FS:      fs.Config{Dir: c.FS.Dir},
 		S3: s3.Config{

@@ -9,8 +9,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/aigateway/gateway/backends/byok"
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/keys/seal"
+	"github.com/aigateway/gateway/providers"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/google/uuid"
 )
@@ -20,16 +21,16 @@ var ErrBadWorkspaceID = errors.New("workspace must be a workspace UUID")
 
 // SetProviderKey stores workspaceID's own key for provider, sealed with the
 // BYOK encryption key. It replaces a key stored before.
-func (rt *Runtime) SetProviderKey(ctx context.Context, workspaceID, provider string, secret byok.Secret) error {
+func (rt *Runtime) SetProviderKey(ctx context.Context, workspaceID, provider string, secret seal.Secret) error {
 	id, err := uuid.Parse(workspaceID)
 	if err != nil {
 		return ErrBadWorkspaceID
 	}
 	if !files.IsProvider(provider) {
-		return fmt.Errorf("%w %q", byok.ErrUnknownProvider, provider)
+		return fmt.Errorf("%w %q", providers.ErrUnknownProvider, provider)
 	}
 	if secret.Reveal() == "" {
-		return byok.ErrInvalidKey
+		return providers.ErrInvalidKey
 	}
 	sealer, err := rt.sealer()
 	if err != nil {
@@ -52,12 +53,12 @@ func (rt *Runtime) SetProviderKey(ctx context.Context, workspaceID, provider str
 // sealer loads the key that seals BYOK provider keys at rest. On the
 // embedded default a key is generated once beside the SQLite database;
 // replicas sharing PostgreSQL must all be given the same key.
-func (rt *Runtime) sealer() (*byok.Sealer, error) {
+func (rt *Runtime) sealer() (*seal.Sealer, error) {
 	key, err := rt.sealingKey()
 	if err != nil {
 		return nil, err
 	}
-	return byok.NewSealer(key)
+	return seal.NewSealer(key)
 }
 
 // sealingKey is the key behind sealer. Other server secrets are derived
@@ -70,7 +71,7 @@ func (rt *Runtime) sealingKey() ([]byte, error) {
 			return nil, fmt.Errorf("data directory: %w", err)
 		}
 	}
-	return byok.LoadKey(rt.getenv, dataDir, rt.Log)
+	return seal.LoadKey(rt.getenv, dataDir, rt.Log)
 }
 
 // fileCursorKey signs the cursors of file listings. It is derived from the

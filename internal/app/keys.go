@@ -8,17 +8,16 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/catalog"
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/workspace"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // KeyRequest describes a key to create.
 type KeyRequest struct {
 	Name string
 	User string
-	Role policy.Role
+	Role keys.Role
 	// Workspace is the id or slug of a standard key's workspace; empty
 	// means the user's default workspace (made on first need).
 	Workspace string
@@ -29,7 +28,7 @@ type KeyRequest struct {
 
 // CreateKey makes a key and returns its secret, which is shown this once:
 // only its hash is stored.
-func (rt *Runtime) CreateKey(ctx context.Context, req KeyRequest) (token string, key policy.APIKey, err error) {
+func (rt *Runtime) CreateKey(ctx context.Context, req KeyRequest) (token string, key keys.APIKey, err error) {
 	allow := req.Models
 	if allow != nil {
 		// Allowlists hold canonical ids, so an alias or a variant named here
@@ -46,12 +45,12 @@ func (rt *Runtime) CreateKey(ctx context.Context, req KeyRequest) (token string,
 	if err := rt.Store.EnsureUser(ctx, req.User); err != nil {
 		return "", key, fmt.Errorf("record user: %w", err)
 	}
-	token, k, err := policy.NewKey()
+	token, k, err := keys.NewKey()
 	if err != nil {
 		return "", key, err
 	}
 	k.UserID, k.Name, k.Models, k.CreatedAt, k.Role = req.User, req.Name, allow, time.Now().UTC(), req.Role
-	if req.Role == policy.RoleStandard {
+	if req.Role == keys.RoleStandard {
 		svc := workspace.NewService(rt.Store, nil)
 		var w workspace.Workspace
 		if req.Workspace == "" {

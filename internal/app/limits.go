@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/gateway"
-	"github.com/aigateway/gateway/policy"
-	"github.com/aigateway/gateway/policy/redislimit"
+	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/limits"
+	redislimit "github.com/aigateway/gateway/limits/redis"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -28,8 +28,8 @@ type limitSet struct {
 func openLimits(cfg config.Config, log *zap.Logger, reg prometheus.Registerer, closers *[]func() error) (limitSet, map[string]gateway.ReadyCheck, error) {
 	ready := map[string]gateway.ReadyCheck{}
 	var (
-		limiter  policy.Limiter
-		inflight policy.InFlight
+		limiter  limits.Limiter
+		inflight limits.InFlight
 	)
 	if cfg.Redis.Enabled() {
 		redis.SetLogger(redisLog{log.Named("redis")})
@@ -51,8 +51,8 @@ func openLimits(cfg config.Config, log *zap.Logger, reg prometheus.Registerer, c
 		*closers = append(*closers, fl.Close)
 		// Busy keys are admitted from blocks charged to Redis in advance:
 		// one round trip per block instead of per request, never more than
-		// the shared limit (see policy.CachedLimiter for the bound).
-		cached := policy.NewCachedLimiter(fl, policy.CacheOptions{ReplicasHint: cfg.Redis.ReplicasHint})
+		// the shared limit (see limits.CachedLimiter for the bound).
+		cached := limits.NewCachedLimiter(fl, limits.CacheOptions{ReplicasHint: cfg.Redis.ReplicasHint})
 		*closers = append(*closers, cached.Close)
 		limiter, inflight = cached, fl.InFlight()
 		// Losing Redis degrades limits to per-replica shares; the replica
@@ -64,12 +64,12 @@ func openLimits(cfg config.Config, log *zap.Logger, reg prometheus.Registerer, c
 			return nil
 		}
 	} else {
-		limiter = policy.NewLocalLimiter(policy.LocalOptions{})
-		inflight = policy.NewLocalInFlight()
+		limiter = limits.NewLocalLimiter(limits.LocalOptions{})
+		inflight = limits.NewLocalInFlight()
 	}
 
 	var set limitSet
-	admission := &policy.UploadAdmission{
+	admission := &limits.UploadAdmission{
 		Limiter:     limiter,
 		InFlight:    inflight,
 		Bytes:       byteBudget(cfg.Limits.UploadBytes),
@@ -89,14 +89,14 @@ func openLimits(cfg config.Config, log *zap.Logger, reg prometheus.Registerer, c
 	return set, ready, nil
 }
 
-func limitOf(r config.Rate) policy.Limit {
-	return policy.Limit{Rate: r.Requests, Per: r.Per, Burst: r.Burst}
+func limitOf(r config.Rate) limits.Limit {
+	return limits.Limit{Rate: r.Requests, Per: r.Per, Burst: r.Burst}
 }
 
 // byteBudget is a GCRA limit whose unit is a byte: the whole budget may be
 // spent at once and refills over the period.
-func byteBudget(b config.ByteBudget) policy.Limit {
-	return policy.Limit{Rate: int(b.Bytes), Per: b.Per, Burst: int(b.Bytes)}
+func byteBudget(b config.ByteBudget) limits.Limit {
+	return limits.Limit{Rate: int(b.Bytes), Per: b.Per, Burst: int(b.Bytes)}
 }
 
 // redisLog sends go-redis's own messages (a failed dial per probe during an

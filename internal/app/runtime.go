@@ -15,9 +15,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/aigateway/gateway/backends/sqlstore"
-	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/sqlstore"
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/client"
-	"github.com/aigateway/gateway/config"
+	"github.com/aigateway/gateway/internal/config"
 )
 
 // newClient is a client of g with key, sending through the harness's

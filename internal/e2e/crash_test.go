@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/backends"
-	"github.com/aigateway/gateway/config"
+	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/storage"
 	"gopkg.in/yaml.v3"
 )
 
@@ -260,7 +260,7 @@ func (in *fileInspector) consistency(t *testing.T) consistency {
 	t.Helper()
 	ctx := context.Background()
 	var c consistency
-	objs, err := in.bucket.(backends.Lister).List(ctx, "ws/")
+	objs, err := in.bucket.(storage.Lister).List(ctx, "ws/")
 	if err != nil {
 		t.Fatalf("list bucket: %v", err)
 	}

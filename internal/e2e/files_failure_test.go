@@ -25,16 +25,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aigateway/gateway/internal/app"
+	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/internal/testenv"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/providers/providertest"
+	"github.com/aigateway/gateway/storage"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
-
-	"github.com/aigateway/gateway/backends"
-	"github.com/aigateway/gateway/backends/byok/byoktest"
-	"github.com/aigateway/gateway/config"
-	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/internal/testenv"
-	"github.com/aigateway/gateway/policy"
 )
 
 // fileS3PartBytes is the S3 backend's default part size: bodies larger than it
@@ -70,7 +69,7 @@ func fileWritePartial(t *testing.T, addr, key, query string, body []byte, conten
 // failure injected next really happens mid-stream.
 func (in *fileInspector) awaitPending(t *testing.T) {
 	t.Helper()
-	pl, ok := in.bucket.(backends.PendingLister)
+	pl, ok := in.bucket.(storage.PendingLister)
 	if !ok {
 		return
 	}
@@ -131,13 +130,13 @@ func TestUploadClientDisconnect(t *testing.T) {
 	}
 
 	t.Run("byok-openai", func(t *testing.T) {
-		stand := byoktest.NewOpenAI(t)
+		stand := providertest.NewOpenAI(t)
 		cfg := fileTestConfig(t)
 		storageCases()[0].configure(t, &cfg)
 		cfg.Providers.OpenAI.BaseURL = stand.BaseURL
 		e := newFileEnv(t, cfg, stand)
 		key, ws := e.standardKey(t, "alice")
-		e.setProviderKey(t, ws, "openai", byoktest.OpenAIKey)
+		e.setProviderKey(t, ws, "openai", providertest.OpenAIKey)
 		body, ct := fileForm(fileSingle("big.pdf", filePDF(4*fileMiB)))
 		for _, pct := range []int{10, 50, 99} {
 			t.Run(fmt.Sprintf("at %d%%", pct), func(t *testing.T) {
@@ -298,7 +297,7 @@ func TestUploadServerShutdownMidUpload(t *testing.T) {
 			rt, a := buildApp(t, cfg, io.Discard)
 			defer rt.Close()
 			defer a.Close()
-			key, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: "t", User: "alice", Role: policy.RoleStandard})
+			key, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: "t", User: "alice", Role: keys.RoleStandard})
 			if err != nil {
 				t.Fatalf("create key: %v", err)
 			}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/backends/byok/byoktest"
+	"github.com/aigateway/gateway/providers/providertest"
 )
 
 func TestFileReadRoutesOnProviders(t *testing.T) {
@@ -42,7 +42,7 @@ func TestFileReadRoutesOnProviders(t *testing.T) {
 				uploaded = append(uploaded, fileWantUploaded(t, resp, body, "service", "notes.txt", data, "text/plain"))
 			}
 			content := fileNoise(70_000, 9)
-			seeded := stand.Seed(byoktest.SeedFile{
+			seeded := stand.Seed(providertest.SeedFile{
 				Filename: "model-output.jsonl", ContentType: "application/jsonl", Purpose: "batch_output",
 				Size: int64(len(content)), Open: func() io.Reader { return bytes.NewReader(content) }, Downloadable: true,
 			})

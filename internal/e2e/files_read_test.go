@@ -15,8 +15,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aigateway/gateway/backends"
-	"github.com/aigateway/gateway/config"
+	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/storage"
 )
 
 // readCases crosses the storage backends with the metadata stores.
@@ -240,7 +240,7 @@ func testFileReads(t *testing.T, e *fileEnv) {
 		}
 		stored -= int64(len(contents[ids[0]]))
 		wantStored(stored)
-		if _, err := e.bucket.Stat(ctx, objKey); !errors.Is(err, backends.ErrNotFound) {
+		if _, err := e.bucket.Stat(ctx, objKey); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("object after delete: %v, want ErrNotFound", err)
 		}
 		resp, _ = e.g.do(t, "DELETE", "/api/v1/files/"+ids[0], key, nil, nil)

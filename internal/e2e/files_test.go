@@ -38,21 +38,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/internal/app"
+	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/internal/testenv"
+	"github.com/aigateway/gateway/providers/providertest"
+	"github.com/aigateway/gateway/sqlstore"
+	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/storage/backend"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, to count rows on PostgreSQL
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
-
-	"github.com/aigateway/gateway/backends"
-	"github.com/aigateway/gateway/backends/byok/byoktest"
-	"github.com/aigateway/gateway/backends/open"
-	"github.com/aigateway/gateway/backends/sqlstore"
-	"github.com/aigateway/gateway/config"
-	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/internal/testenv"
 )
 
 const (
@@ -197,7 +196,7 @@ func fileTestConfig(t *testing.T) config.Config {
 // a store and a plain SQL connection on the same database.
 type fileInspector struct {
 	backend string
-	bucket  backends.Bucket
+	bucket  storage.Bucket
 	store   *sqlstore.Store
 	db      *sql.DB
 	driver  string
@@ -210,7 +209,7 @@ func openFileInspector(t *testing.T, cfg config.Config) *fileInspector {
 	t.Helper()
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	bucket, err := open.Bucket(ctx, app.StorageOptions(cfg.Storage), log)
+	bucket, err := backend.Open(ctx, app.StorageOptions(cfg.Storage), log)
 	if err != nil {
 		t.Fatalf("open bucket: %v", err)
 	}
@@ -248,12 +247,12 @@ func (in *fileInspector) openDB(t *testing.T, cfg config.Config) {
 type fileEnv struct {
 	*fileInspector
 	g         *testGateway
-	providers []*byoktest.Server
+	providers []*providertest.Server
 }
 
 // newFileEnv starts a gateway on cfg. providers are the stand-ins whose
 // files assertNothingLeft counts.
-func newFileEnv(t *testing.T, cfg config.Config, providers ...*byoktest.Server) *fileEnv {
+func newFileEnv(t *testing.T, cfg config.Config, providers ...*providertest.Server) *fileEnv {
 	t.Helper()
 	in := openFileInspector(t, cfg)
 	g := startGateway(t, cfg)
@@ -503,7 +502,7 @@ func (e *fileEnv) readState() (fileState, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var s fileState
-	lister, ok := e.bucket.(backends.Lister)
+	lister, ok := e.bucket.(storage.Lister)
 	if !ok {
 		return s, fmt.Errorf("the %s bucket cannot list its objects", e.backend)
 	}
@@ -570,7 +569,7 @@ func (e *fileEnv) residue() []string {
 			problems = append(problems, fmt.Sprintf("stored bytes %d differ from the rows' sizes %d", stored, sizes))
 		}
 	}
-	if pl, ok := e.bucket.(backends.PendingLister); ok {
+	if pl, ok := e.bucket.(storage.PendingLister); ok {
 		pending, err := pl.PendingUploads(ctx)
 		switch {
 		case err != nil:
@@ -582,7 +581,7 @@ func (e *fileEnv) residue() []string {
 	if e.fsDir != "" {
 		// Every regular file under the root must be a listed object: a
 		// temporary file anywhere (in .tmp or not) is a leftover.
-		lister := e.bucket.(backends.Lister)
+		lister := e.bucket.(storage.Lister)
 		objs, _ := lister.List(ctx, "")
 		err := filepath.WalkDir(e.fsDir, func(p string, d iofs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
@@ -1317,19 +1316,19 @@ func TestFileUploadQuota(t *testing.T) {
 type fileProvider struct {
 	name string
 	key  string
-	new  func(testing.TB) *byoktest.Server
-	set  func(c *config.Config, s *byoktest.Server, timeout time.Duration)
+	new  func(testing.TB) *providertest.Server
+	set  func(c *config.Config, s *providertest.Server, timeout time.Duration)
 }
 
 func fileProviders() []fileProvider {
 	return []fileProvider{
-		{"openai", byoktest.OpenAIKey, byoktest.NewOpenAI, func(c *config.Config, s *byoktest.Server, d time.Duration) {
+		{"openai", providertest.OpenAIKey, providertest.NewOpenAI, func(c *config.Config, s *providertest.Server, d time.Duration) {
 			c.Providers.OpenAI.BaseURL = s.BaseURL
 			if d > 0 {
 				c.Providers.OpenAI.Timeout = d
 			}
 		}},
-		{"anthropic", byoktest.AnthropicKey, byoktest.NewAnthropic, func(c *config.Config, s *byoktest.Server, d time.Duration) {
+		{"anthropic", providertest.AnthropicKey, providertest.NewAnthropic, func(c *config.Config, s *providertest.Server, d time.Duration) {
 			c.Providers.Anthropic.BaseURL = s.BaseURL
 			if d > 0 {
 				c.Providers.Anthropic.Timeout = d
@@ -1519,7 +1518,7 @@ func TestFileUploadBYOK(t *testing.T) {
 
 // fileWantProviderRequest checks the headers a provider received: its own key
 // in its own header, the protocol headers, and never the gateway's key.
-func fileWantProviderRequest(t *testing.T, provider, providerKey, gatewayKey string, r byoktest.Request) {
+func fileWantProviderRequest(t *testing.T, provider, providerKey, gatewayKey string, r providertest.Request) {
 	t.Helper()
 	if r.Method != "POST" || r.Path != "/v1/files" {
 		t.Errorf("provider request %s %s, want POST /v1/files", r.Method, r.Path)

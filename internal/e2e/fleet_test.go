@@ -30,10 +30,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/internal/app"
+	"github.com/aigateway/gateway/internal/config"
 	"github.com/aigateway/gateway/internal/testenv"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
 	"gopkg.in/yaml.v3"
 )
 
@@ -44,7 +44,7 @@ func TestFleet(t *testing.T) {
 	bin := buildGatewayBinary(t)
 	// A tight limit, checked in Redis on every request, and a wide one
 	// whose busy keys a replica may admit from units reserved in Redis
-	// ahead (policy.CachedLimiter): both must hold for the fleet.
+	// ahead (limits.CachedLimiter): both must hold for the fleet.
 	t.Run("SharedLimit", func(t *testing.T) {
 		testFleetSharedLimit(t, bin, redisURL, config.Rate{Requests: 60, Per: time.Minute, Burst: 10})
 	})
@@ -501,7 +501,7 @@ func fleetKey(t testing.TB, cfgPath, user string) string {
 		t.Fatalf("open runtime: %v", err)
 	}
 	defer rt.Close()
-	token, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: "fleet", User: user, Role: policy.RoleStandard})
+	token, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: "fleet", User: user, Role: keys.RoleStandard})
 	if err != nil {
 		t.Fatalf("create key: %v", err)
 	}

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aigateway/gateway/backends/byok"
-	"github.com/aigateway/gateway/config"
 	"github.com/aigateway/gateway/internal/app"
+	"github.com/aigateway/gateway/internal/config"
 	"github.com/aigateway/gateway/internal/testenv"
-	"github.com/aigateway/gateway/policy"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/keys/seal"
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zaptest"
 	"gopkg.in/yaml.v3"
@@ -176,12 +176,12 @@ func (g *testGateway) cli(t *testing.T, stdin string, args ...string) (string, e
 	}
 	switch strings.Join(cmd, " ") {
 	case "keys create":
-		req := app.KeyRequest{Name: flags["--name"], User: flags["--user"], Role: policy.RoleStandard, Workspace: flags["--workspace"]}
+		req := app.KeyRequest{Name: flags["--name"], User: flags["--user"], Role: keys.RoleStandard, Workspace: flags["--workspace"]}
 		if flags["--management"] != "" {
-			req.Role = policy.RoleManagement
+			req.Role = keys.RoleManagement
 		}
 		if flags["--service"] != "" {
-			req.Role = policy.RoleService
+			req.Role = keys.RoleService
 		}
 		if m := flags["--models"]; m != "" {
 			req.Models = strings.Split(m, ",")
@@ -196,7 +196,7 @@ func (g *testGateway) cli(t *testing.T, stdin string, args ...string) (string, e
 		}
 		return out + token + "\n", nil
 	case "byok set":
-		err := g.rt.SetProviderKey(ctx, flags["--workspace"], flags["--provider"], byok.NewSecret(strings.TrimSpace(stdin)))
+		err := g.rt.SetProviderKey(ctx, flags["--workspace"], flags["--provider"], seal.NewSecret(strings.TrimSpace(stdin)))
 		return "", err
 	default:
 		t.Fatalf("cli: unsupported command %q", args)

@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/catalog"
-	"github.com/aigateway/gateway/config"
+	"github.com/aigateway/gateway/internal/config"
 	"gopkg.in/yaml.v3"
 )
 

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/config"
+	"github.com/aigateway/gateway/internal/config"
 	"github.com/aigateway/gateway/internal/testenv"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/backends"
 	"github.com/aigateway/gateway/internal/testenv"
+	"github.com/aigateway/gateway/storage"
 	"github.com/aigateway/gateway/sweeper"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -46,7 +46,7 @@ func testSweeperOnRealStorage(t *testing.T, st fileStorage, ms storeCase) {
 		t.Fatal(err)
 	}
 	orphan := "ws/" + ws + "/file-orphanedbyacrash00000"
-	if _, err := e.bucket.Upload(ctx, orphan, bytes.NewReader(fileText(fileKiB)), fileKiB, backends.UploadOptions{}); err != nil {
+	if _, err := e.bucket.Upload(ctx, orphan, bytes.NewReader(fileText(fileKiB)), fileKiB, storage.UploadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Storage.Backend == "s3" {
@@ -73,11 +73,11 @@ func testSweeperOnRealStorage(t *testing.T, st fileStorage, ms storeCase) {
 		total.Errors += r.Errors
 		_, err := e.bucket.Stat(ctx, orphan)
 		pending := 0
-		if pl, ok := e.bucket.(backends.PendingLister); ok {
+		if pl, ok := e.bucket.(storage.PendingLister); ok {
 			p, _ := pl.PendingUploads(ctx)
 			pending = len(p)
 		}
-		return errors.Is(err, backends.ErrNotFound) && pending == 0
+		return errors.Is(err, storage.ErrNotFound) && pending == 0
 	})
 	if total.Objects != 1 || total.Errors != 0 {
 		t.Errorf("passes removed %d objects with %d errors, want the orphan alone", total.Objects, total.Errors)

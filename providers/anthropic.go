@@ -1,0 +1,192 @@
+package providers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/keys/seal"
+	"go.uber.org/zap"
+)
+
+// Anthropic protocol headers of the Files API (a beta).
+const (
+	AnthropicVersion   = "2023-06-01"
+	AnthropicFilesBeta = "files-api-2025-04-14"
+)
+
+// Anthropic is Anthropic's Files API (a beta): POST {base}/v1/files,
+// multipart with one part file; GET {base}/v1/files?limit=&after_id=&before_id=
+// (newest first, the only order it offers); GET and DELETE
+// {base}/v1/files/{id}; GET {base}/v1/files/{id}/content. Authenticated with
+// x-api-key plus the anthropic-version and anthropic-beta headers; request
+// ids come in request-id. Safe for concurrent use.
+type Anthropic struct {
+	c *client
+}
+
+var _ Provider = (*Anthropic)(nil)
+
+// NewAnthropic returns an Anthropic provider. opts.BaseURL is the host
+// without /v1 (https://api.anthropic.com).
+func NewAnthropic(opts Options, log *zap.Logger) (*Anthropic, error) {
+	c, err := newClient(ProviderAnthropic, opts, wire{
+		filesPath: "/v1/files",
+		authorize: func(h http.Header, key string) {
+			h.Set("x-api-key", key)
+			h.Set("anthropic-version", AnthropicVersion)
+			h.Set("anthropic-beta", AnthropicFilesBeta)
+		},
+		requestIDHeader: "request-id",
+		decodeUpload:    decodeAnthropicFile,
+		decodeError:     decodeAnthropicError,
+		listQuery:       anthropicListQuery,
+		decodeList:      decodeAnthropicList,
+		decodeInfo:      decodeAnthropicInfo,
+		checkDeleted:    checkAnthropicDeleted,
+	}, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Anthropic{c: c}, nil
+}
+
+// Name returns "anthropic".
+func (p *Anthropic) Name() string { return ProviderAnthropic }
+
+// Upload implements Provider.
+func (p *Anthropic) Upload(ctx context.Context, key seal.Secret, f File) (Uploaded, error) {
+	return p.c.upload(ctx, key, f)
+}
+
+// Delete implements Provider.
+func (p *Anthropic) Delete(ctx context.Context, key seal.Secret, id string) error {
+	return p.c.delete(ctx, key, id)
+}
+
+// List implements Provider.
+func (p *Anthropic) List(ctx context.Context, key seal.Secret, q files.ProviderListQuery) (files.ProviderPage, error) {
+	return p.c.list(ctx, key, q)
+}
+
+// Stat implements Provider.
+func (p *Anthropic) Stat(ctx context.Context, key seal.Secret, id string) (files.ProviderFileInfo, error) {
+	return p.c.stat(ctx, key, id)
+}
+
+// Content implements Provider.
+func (p *Anthropic) Content(ctx context.Context, key seal.Secret, id string) (files.ProviderContent, error) {
+	return p.c.content(ctx, key, id)
+}
+
+// anthropicFile is Anthropic's file metadata; other fields are ignored.
+type anthropicFile struct {
+	ID           string    `json:"id"`
+	Type         string    `json:"type"`
+	SizeBytes    *int64    `json:"size_bytes"`
+	CreatedAt    time.Time `json:"created_at"` // RFC 3339
+	Filename     string    `json:"filename"`
+	MimeType     string    `json:"mime_type"`
+	Downloadable bool      `json:"downloadable"`
+}
+
+func (f anthropicFile) info() (files.ProviderFileInfo, error) {
+	if f.ID == "" || f.Type != "file" || f.SizeBytes == nil {
+		return files.ProviderFileInfo{}, errors.New("not file metadata")
+	}
+	return files.ProviderFileInfo{
+		ID:           f.ID,
+		Filename:     f.Filename,
+		MimeType:     f.MimeType,
+		Size:         *f.SizeBytes,
+		CreatedAt:    f.CreatedAt.UTC(),
+		Downloadable: f.Downloadable,
+	}, nil
+}
+
+// anthropicListQuery maps a page request to limit, after_id and before_id.
+// Anthropic lists newest first only: oldest first cannot be asked for.
+func anthropicListQuery(q files.ProviderListQuery) (url.Values, bool, error) {
+	if q.Ascending {
+		return nil, false, fmt.Errorf("%w: anthropic lists newest first only", ErrUnsupportedQuery)
+	}
+	v := url.Values{"limit": {strconv.Itoa(listLimit(q))}}
+	if q.AfterID != "" {
+		v.Set("after_id", q.AfterID)
+	}
+	if q.BeforeID != "" {
+		v.Set("before_id", q.BeforeID)
+	}
+	return v, false, nil
+}
+
+// decodeAnthropicList reads {"data":[FileMetadata…],"has_more","first_id","last_id"}.
+func decodeAnthropicList(body []byte) (files.ProviderPage, error) {
+	var l struct {
+		Data    *[]anthropicFile `json:"data"`
+		HasMore *bool            `json:"has_more"`
+	}
+	if err := json.Unmarshal(body, &l); err != nil {
+		return files.ProviderPage{}, fmt.Errorf("decoding file list: %w", err)
+	}
+	if l.Data == nil || l.HasMore == nil {
+		return files.ProviderPage{}, errors.New("answer is not a file list")
+	}
+	return pageOf(*l.Data, *l.HasMore)
+}
+
+func decodeAnthropicInfo(body []byte) (files.ProviderFileInfo, error) {
+	var f anthropicFile
+	if err := json.Unmarshal(body, &f); err != nil {
+		return files.ProviderFileInfo{}, fmt.Errorf("decoding file metadata: %w", err)
+	}
+	return f.info()
+}
+
+func decodeAnthropicFile(body []byte) (Uploaded, error) {
+	var f anthropicFile
+	if err := json.Unmarshal(body, &f); err != nil {
+		return Uploaded{}, fmt.Errorf("decoding file metadata: %w", err)
+	}
+	if f.ID == "" || f.Type != "file" || f.SizeBytes == nil {
+		return Uploaded{}, errors.New("answer is not file metadata")
+	}
+	return Uploaded{ID: f.ID, Bytes: *f.SizeBytes, CreatedAt: f.CreatedAt.UTC()}, nil
+}
+
+// decodeAnthropicError reads
+// {"type":"error","error":{"type","message"},"request_id"}.
+func decodeAnthropicError(body []byte) (typ, message, requestID string) {
+	var e struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return "", "", ""
+	}
+	return e.Error.Type, e.Error.Message, e.RequestID
+}
+
+// checkAnthropicDeleted reads {"id","type":"file_deleted"}.
+func checkAnthropicDeleted(body []byte, id string) error {
+	var d struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(body, &d); err != nil {
+		return fmt.Errorf("decoding delete answer: %w", err)
+	}
+	if d.ID != id || d.Type != "file_deleted" {
+		return errors.New("answer does not say the file was deleted")
+	}
+	return nil
+}

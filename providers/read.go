@@ -1,0 +1,274 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/keys/seal"
+	"go.uber.org/zap"
+)
+
+const (
+	// maxPageBytes caps one page of a provider's file list: up to 1000
+	// records of a few hundred bytes each.
+	maxPageBytes = 4 << 20
+	// maxListLimit is the largest page asked of a provider (Anthropic's
+	// maximum, and the edge's); defaultListLimit is used when none is given.
+	maxListLimit     = 1000
+	defaultListLimit = 100
+	// maxFileIDBytes bounds a provider file id; real ones are ~30 bytes.
+	maxFileIDBytes = 128
+)
+
+// checkFileID refuses ids no provider issues, before anything is sent: an id
+// goes into the request path, so "..", slashes or escapes must never reach
+// it.
+func checkFileID(id string) error {
+	if id == "" || len(id) > maxFileIDBytes || id == "." || id == ".." {
+		return ErrInvalidFileID
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return ErrInvalidFileID
+		}
+	}
+	return nil
+}
+
+// listLimit is q.Limit within what providers accept.
+func listLimit(q files.ProviderListQuery) int {
+	switch {
+	case q.Limit < 1:
+		return defaultListLimit
+	case q.Limit > maxListLimit:
+		return maxListLimit
+	}
+	return q.Limit
+}
+
+// checkListQuery refuses a page request no provider can answer.
+func checkListQuery(q files.ProviderListQuery) error {
+	if q.AfterID != "" && q.BeforeID != "" {
+		return fmt.Errorf("%w: after and before together", ErrUnsupportedQuery)
+	}
+	for _, id := range []string{q.AfterID, q.BeforeID} {
+		if id != "" && checkFileID(id) != nil {
+			return fmt.Errorf("%w: the paging id is not a file id", ErrUnsupportedQuery)
+		}
+	}
+	return nil
+}
+
+func (c *client) fileURL(id string) string { return c.filesPath() + "/" + url.PathEscape(id) }
+
+func (c *client) filesPath() string { return c.wire.filesPath }
+
+// send issues a request without a body, carrying the key and protocol
+// headers, and returns a 2xx answer whose body the caller closes before
+// calling done. Anything else is returned as an error: a *ProviderError
+// (refusal, redirect, no answer) or the caller's own context error.
+func (c *client) send(ctx context.Context, op, method, path string, query url.Values, key seal.Secret, accept string) (resp *http.Response, done context.CancelFunc, err error) {
+	if err := checkKey(key); err != nil {
+		return nil, nil, err
+	}
+	parent := ctx
+	ctx, cancel := c.withTimeout(ctx)
+	target := c.base + path
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, nil)
+	if err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("byok: %s %s: %w", c.name, op, err)
+	}
+	req.Header.Set("Accept", accept)
+	c.wire.authorize(req.Header, key.Reveal())
+	resp, err = c.http.Do(req)
+	if err != nil {
+		cancel()
+		return nil, nil, c.transportError(op, parent, nil, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// The status is the answer; an error body cut short changes
+		// nothing but what is logged.
+		answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+		resp.Body.Close()
+		cancel()
+		return nil, nil, c.answerError(op, resp, answer, key)
+	}
+	return resp, cancel, nil
+}
+
+// getJSON sends a request and reads its JSON answer, at most max bytes.
+func (c *client) getJSON(ctx context.Context, op, method, path string, query url.Values, key seal.Secret, max int64) ([]byte, *http.Response, error) {
+	resp, done, err := c.send(ctx, op, method, path, query, key, "application/json")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, nil, c.transportError(op, ctx, resp, err)
+	}
+	if int64(len(body)) > max {
+		return nil, nil, c.unreadable(op, resp, fmt.Errorf("answer larger than %d bytes", max))
+	}
+	return body, resp, nil
+}
+
+// unreadable is a 2xx answer that does not say what it should.
+func (c *client) unreadable(op string, resp *http.Response, err error) error {
+	pe := &ProviderError{Provider: c.name, Op: op, Status: resp.StatusCode, RequestID: c.requestID(resp, ""), Err: err}
+	c.log.Warn("provider answer unreadable", zap.String("op", op), zap.String("request_id", pe.RequestID), zap.Error(err))
+	return pe
+}
+
+// list fetches one page of the provider's files.
+func (c *client) list(ctx context.Context, key seal.Secret, q files.ProviderListQuery) (files.ProviderPage, error) {
+	if err := checkListQuery(q); err != nil {
+		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.name, err)
+	}
+	query, reversed, err := c.wire.listQuery(q)
+	if err != nil {
+		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.name, err)
+	}
+	body, resp, err := c.getJSON(ctx, "list", http.MethodGet, c.filesPath(), query, key, maxPageBytes)
+	if err != nil {
+		return files.ProviderPage{}, err
+	}
+	page, err := c.wire.decodeList(body)
+	if err != nil {
+		return files.ProviderPage{}, c.unreadable("list", resp, err)
+	}
+	if reversed {
+		slices.Reverse(page.Files)
+	}
+	return page, nil
+}
+
+// stat fetches the metadata of the provider's file id.
+func (c *client) stat(ctx context.Context, key seal.Secret, id string) (files.ProviderFileInfo, error) {
+	if err := checkFileID(id); err != nil {
+		return files.ProviderFileInfo{}, fmt.Errorf("byok: %s stat: %w", c.name, err)
+	}
+	body, resp, err := c.getJSON(ctx, "stat", http.MethodGet, c.fileURL(id), nil, key, maxAnswerBytes)
+	if err != nil {
+		return files.ProviderFileInfo{}, err
+	}
+	info, err := c.wire.decodeInfo(body)
+	if err == nil && info.ID != id {
+		err = errors.New("answer describes another file")
+	}
+	if err != nil {
+		return files.ProviderFileInfo{}, c.unreadable("stat", resp, err)
+	}
+	return info, nil
+}
+
+// content opens the bytes of the provider's file id. The answer's body is
+// handed over as it arrives, never buffered; Options.Timeout keeps running
+// until it is closed, as it covers an upload's body.
+func (c *client) content(ctx context.Context, key seal.Secret, id string) (files.ProviderContent, error) {
+	if err := checkFileID(id); err != nil {
+		return files.ProviderContent{}, fmt.Errorf("byok: %s content: %w", c.name, err)
+	}
+	resp, done, err := c.send(ctx, "content", http.MethodGet, c.fileURL(id)+"/content", nil, key, "*/*")
+	if err != nil {
+		return files.ProviderContent{}, err
+	}
+	ctype := "application/octet-stream"
+	if mt, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil {
+		if f := mime.FormatMediaType(mt, params); f != "" {
+			ctype = f
+		}
+	}
+	length := resp.ContentLength
+	if length < 0 {
+		length = -1
+	}
+	c.log.Debug("provider file content opened", zap.String("file_id", id), zap.Int64("length", length),
+		zap.String("request_id", c.requestID(resp, "")))
+	return files.ProviderContent{
+		Body:        &contentBody{c: c, parent: ctx, resp: resp, done: done},
+		ContentType: ctype,
+		Length:      length,
+	}, nil
+}
+
+// contentBody is a provider's answer body being streamed to the caller. Its
+// read errors are classified like any other failure of the provider.
+type contentBody struct {
+	c      *client
+	parent context.Context
+	resp   *http.Response
+	done   context.CancelFunc
+	once   sync.Once
+}
+
+func (b *contentBody) Read(p []byte) (int, error) {
+	n, err := b.resp.Body.Read(p)
+	if err != nil && err != io.EOF {
+		err = b.c.transportError("content", b.parent, b.resp, err)
+	}
+	return n, err
+}
+
+// Close ends the transfer and releases the call's timeout.
+func (b *contentBody) Close() error {
+	err := b.resp.Body.Close()
+	b.once.Do(b.done)
+	return err
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date
+// (RFC 9110 §10.2.3). Zero when absent, malformed or already past.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		// A day is plenty; a huge value must not overflow.
+		return time.Duration(min(secs, 86400)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return min((d + time.Second - 1).Truncate(time.Second), 86400*time.Second)
+		}
+	}
+	return 0
+}
+
+// providerFile is a provider's file object as its list and metadata answers
+// carry it.
+type providerFile interface {
+	info() (files.ProviderFileInfo, error)
+}
+
+// pageOf turns a decoded list answer into a page, refusing it whole when
+// one entry cannot be read.
+func pageOf[F providerFile](data []F, hasMore bool) (files.ProviderPage, error) {
+	page := files.ProviderPage{Files: make([]files.ProviderFileInfo, 0, len(data)), HasMore: hasMore}
+	for i, f := range data {
+		info, err := f.info()
+		if err != nil {
+			return files.ProviderPage{}, fmt.Errorf("file list entry %d: %w", i, err)
+		}
+		page.Files = append(page.Files, info)
+	}
+	return page, nil
+}

@@ -1,0 +1,45 @@
+package sqlstore
+
+import (
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/aigateway/gateway/storage"
+)
+
+// classify marks *err as storage.ErrUnavailable when it says the database
+// could not be reached or could not serve right now (connection refused or
+// dropped, server shutting down or out of connections, SQLite's file busy,
+// full or failing). Every exported method defers it, so callers tell an
+// outage (503, try again) from a bug (500) by one error kind, whatever the
+// database. The driver's error stays wrapped for the log.
+func (s *Store) classify(err *error) {
+	if *err == nil || errors.Is(*err, storage.ErrUnavailable) {
+		return
+	}
+	if unreachable(*err) || s.d.unavailable(*err) {
+		*err = fmt.Errorf("%w: %w", storage.ErrUnavailable, *err)
+	}
+}
+
+// unreachable reports failures of the connection itself, the same on both
+// databases.
+func unreachable(err error) bool {
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr),
+		errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, sql.ErrConnDone),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	return false
+}

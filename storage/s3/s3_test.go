@@ -1,0 +1,389 @@
+package s3_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aigateway/gateway/internal/testenv"
+	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/storage/s3"
+	"github.com/aigateway/gateway/storage/storagetest"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"go.uber.org/zap/zaptest"
+)
+
+// server is an S3-compatible server and its root credentials.
+type server struct{ endpoint, access, secret string }
+
+func testServer(t *testing.T) server {
+	t.Helper()
+	return server{
+		endpoint: testenv.Require(t, testenv.S3EndpointVar),
+		access:   testenv.Require(t, testenv.S3AccessKeyVar),
+		secret:   testenv.Require(t, testenv.S3SecretKeyVar),
+	}
+}
+
+func (s server) config(bucket string) s3.Config {
+	return s3.Config{
+		Bucket:      bucket,
+		Endpoint:    s.endpoint,
+		PathStyle:   true,
+		Credentials: credentials.NewStaticCredentialsProvider(s.access, s.secret, ""),
+	}
+}
+
+// raw is a plain SDK client, to set up buckets and look behind the
+// Bucket's back.
+func (s server) raw() *awss3.Client {
+	return awss3.New(awss3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(s.endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.access, s.secret, ""),
+	})
+}
+
+// createBucket makes a bucket with a unique name, emptied and removed when
+// the test ends.
+func (s server) createBucket(t *testing.T) string {
+	t.Helper()
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	name := "gw-test-" + hex.EncodeToString(rnd[:])
+	c := s.raw()
+	if _, err := c.CreateBucket(t.Context(), &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("CreateBucket: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ups, _ := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String(name)})
+		if ups != nil {
+			for _, u := range ups.Uploads {
+				c.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: aws.String(name), Key: u.Key, UploadId: u.UploadId})
+			}
+		}
+		objs, _ := c.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: aws.String(name)})
+		if objs != nil {
+			for _, o := range objs.Contents {
+				c.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(name), Key: o.Key})
+			}
+		}
+		c.DeleteBucket(ctx, &awss3.DeleteBucketInput{Bucket: aws.String(name)})
+	})
+	return name
+}
+
+func newBucket(t *testing.T, cfg s3.Config) *s3.Bucket {
+	t.Helper()
+	b, err := s3.New(t.Context(), cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestContract(t *testing.T) {
+	srv := testServer(t)
+	storagetest.Run(t, func(t *testing.T) storage.Bucket {
+		cfg := srv.config(srv.createBucket(t))
+		cfg.Prefix = "gateway"
+		return newBucket(t, cfg)
+	})
+}
+
+// Keys land under the prefix, and the Bucket sees nothing outside it.
+func TestPrefix(t *testing.T) {
+	srv := testServer(t)
+	name := srv.createBucket(t)
+	cfg := srv.config(name)
+	cfg.Prefix = "gw/files/"
+	b := newBucket(t, cfg)
+	ctx := t.Context()
+	if _, err := srv.raw().PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(name), Key: aws.String("other/x"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	storagetest.MustUpload(t, b, "ws/1/f", []byte("hello"))
+	if _, err := srv.raw().HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(name), Key: aws.String("gw/files/ws/1/f")}); err != nil {
+		t.Errorf("object not under the prefix: %v", err)
+	}
+	storagetest.NoLeftovers(t, b, "ws/1/f")
+}
+
+// However many uploads run, the part buffers they hold together stay
+// within the budget, and a budget of a single part still lets every upload
+// finish (an upload never holds one buffer while waiting for another).
+func TestBufferBudgetIsShared(t *testing.T) {
+	srv := testServer(t)
+	for _, tc := range []struct {
+		name    string
+		budget  int64
+		uploads int
+	}{
+		{"one-part", s3.MinPartSize, 4},
+		{"three-parts", 3 * s3.MinPartSize, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := srv.config(srv.createBucket(t))
+			cfg.BufferBudget = tc.budget
+			b := newBucket(t, cfg)
+			var wg sync.WaitGroup
+			for i := range tc.uploads {
+				wg.Go(func() {
+					data := storagetest.Data(uint64(i), 11*storagetest.MiB)
+					if _, err := b.Upload(t.Context(), fmt.Sprintf("ws/1/f%d", i), storagetest.ChunkedReader(data), -1, storage.UploadOptions{}); err != nil {
+						t.Errorf("Upload %d: %v", i, err)
+					}
+				})
+			}
+			wg.Wait()
+			if peak := b.PeakBufferBytes(); peak > tc.budget || peak < s3.MinPartSize {
+				t.Errorf("peak buffer memory %d, want between one part and the budget %d", peak, tc.budget)
+			}
+			if n := b.BufferBytesInUse(); n != 0 {
+				t.Errorf("%d buffer bytes still held after every upload returned", n)
+			}
+			storagetest.MustContain(t, b, "ws/1/f1", storagetest.Data(1, 11*storagetest.MiB))
+		})
+	}
+}
+
+// One upload holds at most two part buffers, however large the budget and
+// the body: one read from the client while one is sent, or two sent at
+// once. Its parts, sent concurrently, still make the object in order.
+func TestUploadHoldsTwoParts(t *testing.T) {
+	srv := testServer(t)
+	cfg := srv.config(srv.createBucket(t))
+	cfg.BufferBudget = 16 * s3.MinPartSize
+	b := newBucket(t, cfg)
+	data := storagetest.Data(7, 8*s3.MinPartSize+123)
+	if _, err := b.Upload(t.Context(), "ws/1/f", storagetest.ChunkedReader(data), -1, storage.UploadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if peak := b.PeakBufferBytes(); peak > 2*s3.MinPartSize {
+		t.Errorf("peak buffer memory %d, want at most two parts (%d)", peak, 2*s3.MinPartSize)
+	}
+	storagetest.MustContain(t, b, "ws/1/f", data)
+}
+
+func TestWrongCredentialsAreAccessDenied(t *testing.T) {
+	srv := testServer(t)
+	cfg := srv.config(srv.createBucket(t))
+	cfg.Credentials = credentials.NewStaticCredentialsProvider(srv.access, "not-the-secret", "")
+	b := newBucket(t, cfg)
+	ctx := t.Context()
+	if _, err := b.Upload(ctx, "ws/1/f", strings.NewReader("x"), 1, storage.UploadOptions{}); !errors.Is(err, storage.ErrAccessDenied) {
+		t.Errorf("Upload = %v, want ErrAccessDenied", err)
+	}
+	if _, err := b.Stat(ctx, "ws/1/f"); !errors.Is(err, storage.ErrAccessDenied) {
+		t.Errorf("Stat = %v, want ErrAccessDenied", err)
+	}
+	if err := b.Check(ctx); !errors.Is(err, storage.ErrAccessDenied) {
+		t.Errorf("Check = %v, want ErrAccessDenied", err)
+	}
+	if strings.Contains(fmt.Sprint(b.Check(ctx)), "not-the-secret") {
+		t.Error("an error string contains the secret key")
+	}
+}
+
+func TestMissingBucket(t *testing.T) {
+	srv := testServer(t)
+	b := newBucket(t, srv.config("gw-test-no-such-bucket"))
+	ctx := t.Context()
+	if err := b.Check(ctx); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Check = %v, want ErrNotFound", err)
+	}
+	// An upload into a missing bucket is a misconfiguration, never the
+	// caller's "not found".
+	_, err := b.Upload(ctx, "ws/1/f", strings.NewReader("x"), 1, storage.UploadOptions{})
+	if err == nil || errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Upload = %v, want an error that is not ErrNotFound", err)
+	}
+}
+
+// Nothing listens on the endpoint: every operation is ErrUnavailable,
+// within the bounded retries.
+func TestUnreachableIsUnavailable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := s3.Config{
+		Bucket:      "b",
+		Endpoint:    "http://" + addr,
+		PathStyle:   true,
+		MaxAttempts: 2,
+		Credentials: credentials.NewStaticCredentialsProvider("a", "s", ""),
+	}
+	b := newBucket(t, cfg)
+	storagetest.Unreachable(t, b)
+}
+
+func TestConfigProblemsAllReported(t *testing.T) {
+	cases := []struct {
+		name  string
+		cfg   s3.Config
+		field []string
+	}{
+		{"empty", s3.Config{Endpoint: "http://127.0.0.1:1"}, []string{"s3.bucket"}},
+		{"everything wrong", s3.Config{
+			Bucket:       "a/b",
+			Endpoint:     "ftp://x",
+			Prefix:       "../up",
+			PartSize:     1 << 20,
+			BufferBudget: 1,
+			MaxAttempts:  -1,
+		}, []string{"s3.bucket", "s3.endpoint", "s3.prefix", "s3.part_size", "s3.buffer_budget", "s3.max_attempts"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s3.New(t.Context(), tc.cfg, zaptest.NewLogger(t))
+			if !errors.Is(err, storage.ErrInvalidConfig) {
+				t.Fatalf("New = %v, want ErrInvalidConfig", err)
+			}
+			for _, f := range tc.field {
+				if !strings.Contains(err.Error(), f+":") {
+					t.Errorf("error %q does not name %s", err, f)
+				}
+			}
+		})
+	}
+}
+
+// The server dies in the middle of a multipart upload: the upload fails
+// with ErrUnavailable, and once the server is back the multipart upload
+// whose abort failed is aborted, leaving nothing behind.
+func TestServerStopsMidUpload(t *testing.T) {
+	bin := testenv.Require(t, testenv.S3ServerVar)
+	srv := server{access: "gwstoptest", secret: "gwstoptest-secret-key"}
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	srv.endpoint = "http://" + addr
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "versitygw.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	start := func() *exec.Cmd {
+		cmd := exec.Command(bin, "--port", addr, "--quiet", "posix", dir)
+		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+srv.access, "ROOT_SECRET_KEY="+srv.secret)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start versitygw: %v", err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		waitListening(t, addr)
+		return cmd
+	}
+	cmd := start()
+
+	name := "gw-stop-test"
+	if _, err := srv.raw().CreateBucket(t.Context(), &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("CreateBucket: %v", err)
+	}
+	cfg := srv.config(name)
+	cfg.MaxAttempts = 2
+	cfg.PartTimeout = 20 * time.Second
+	b := newBucket(t, cfg)
+
+	// The reader stops past the first part: by then the multipart upload
+	// exists and its first part is on its way.
+	r := &gateReader{
+		r:       storagetest.ChunkedReader(storagetest.Data(1, 9*storagetest.MiB)),
+		at:      6 * storagetest.MiB,
+		reached: make(chan struct{}),
+		gate:    make(chan struct{}),
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Upload(t.Context(), "ws/1/f", r, -1, storage.UploadOptions{})
+		errc <- err
+	}()
+	select {
+	case <-r.reached:
+	case err := <-errc:
+		t.Fatalf("Upload returned before the server stopped: %v", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	close(r.gate)
+	err = <-errc
+	if !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("Upload = %v, want ErrUnavailable", err)
+	}
+	if n := b.OrphanCount(); n != 1 {
+		t.Fatalf("%d aborts waiting for the server, want 1", n)
+	}
+
+	start()
+	if left := b.RetryOrphans(t.Context()); left != 0 {
+		t.Fatalf("%d aborts still pending with the server back", left)
+	}
+	storagetest.NoLeftovers(t, b)
+	if _, err := b.Stat(t.Context(), "ws/1/f"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Stat after the failed upload = %v, want ErrNotFound", err)
+	}
+}
+
+// gateReader reads r until at bytes, then signals reached and blocks until
+// gate is closed.
+type gateReader struct {
+	r       io.Reader
+	at, n   int64
+	reached chan struct{}
+	gate    chan struct{}
+	once    sync.Once
+}
+
+func (g *gateReader) Read(p []byte) (int, error) {
+	if g.n >= g.at {
+		g.once.Do(func() { close(g.reached) })
+		<-g.gate
+	} else if rest := g.at - g.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := g.r.Read(p)
+	g.n += int64(n)
+	return n, err
+}
+
+// waitListening polls until addr accepts connections: the server gives no
+// other signal that it is ready.
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server at %s did not come up: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
