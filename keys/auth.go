@@ -3,6 +3,7 @@ package keys
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"strings"
 	"sync"
@@ -11,11 +12,14 @@ import (
 
 // Authenticator turns an Authorization header into the caller's key.
 //
-// Verified keys are cached in-process by the SHA-256 of the token for
-// cacheTTL, so the hot path of a lookup costs one hash and a map read instead
-// of a database round trip. The price is that disabling a key takes up to
-// cacheTTL to reach every replica; unknown tokens are cached the same way so
-// a flood of garbage tokens cannot become a flood of queries.
+// Verified keys are cached in-process by their public id for cacheTTL, so
+// the hot path of a lookup costs one hash and a map read instead of a
+// database round trip. A change that revokes a key (disable, delete) reaches
+// the cache through Forget, which a Revoker calls for every change it reads
+// from the store's change log, within seconds on every replica; cacheTTL
+// only bounds how long a change the log lost could linger. Expiry needs no
+// message: the cached key carries its expires_at. Unknown ids are cached the
+// same way, so a flood of garbage tokens cannot become a flood of queries.
 type Authenticator struct {
 	store    KeyStore
 	ttl      time.Duration
@@ -23,11 +27,11 @@ type Authenticator struct {
 	now      func() time.Time
 
 	mu    sync.RWMutex
-	cache map[[sha256.Size]byte]cachedKey
+	cache map[string]cachedKey
 }
 
 type cachedKey struct {
-	key     *APIKey // nil: the token names no enabled key
+	key     *APIKey // nil: the id names no key
 	expires time.Time
 }
 
@@ -38,14 +42,14 @@ func NewAuthenticator(store KeyStore, cacheTTL time.Duration) *Authenticator {
 		ttl:      cacheTTL,
 		maxItems: 100_000,
 		now:      time.Now,
-		cache:    make(map[[sha256.Size]byte]cachedKey),
+		cache:    make(map[string]cachedKey),
 	}
 }
 
 // Authenticate checks an Authorization header value. It returns
 // ErrUnauthenticated when the header is empty and ErrInvalidKey for a wrong
-// scheme or any token that does not name an enabled key. Other errors come
-// from the store (it could not decide).
+// scheme or any token that does not name an enabled, unexpired key. Other
+// errors come from the store (it could not decide).
 func (a *Authenticator) Authenticate(ctx context.Context, header string) (*APIKey, error) {
 	if header == "" {
 		return nil, ErrUnauthenticated
@@ -62,32 +66,44 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*APIKe
 	now := a.now()
 
 	a.mu.RLock()
-	c, hit := a.cache[sum]
+	c, hit := a.cache[id]
 	a.mu.RUnlock()
 	if hit && now.Before(c.expires) {
-		if c.key == nil {
-			return nil, ErrInvalidKey
-		}
-		return c.key, nil
+		return admit(c.key, &sum, now)
 	}
 
 	k, err := a.store.KeyByID(ctx, id)
 	switch {
 	case errors.Is(err, ErrKeyNotFound):
-		a.remember(sum, nil, now)
+		a.remember(id, nil, now)
 		return nil, ErrInvalidKey
 	case err != nil:
 		return nil, err
 	}
-	if k.Disabled || !k.Matches(token) {
-		a.remember(sum, nil, now)
-		return nil, ErrInvalidKey
-	}
-	a.remember(sum, &k, now)
-	return &k, nil
+	a.remember(id, &k, now)
+	return admit(&k, &sum, now)
 }
 
-func (a *Authenticator) remember(sum [sha256.Size]byte, k *APIKey, now time.Time) {
+// admit decides on a key found for the token's id: the token must be its
+// secret (compared in constant time) and the key enabled and unexpired.
+func admit(k *APIKey, sum *[sha256.Size]byte, now time.Time) (*APIKey, error) {
+	if k == nil || k.Disabled || k.Expired(now) || subtle.ConstantTimeCompare(sum[:], k.Hash[:]) != 1 {
+		return nil, ErrInvalidKey
+	}
+	return k, nil
+}
+
+// Forget drops the cached verdicts on the keys ids, so their next
+// authentication reads the store.
+func (a *Authenticator) Forget(ids ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range ids {
+		delete(a.cache, id)
+	}
+}
+
+func (a *Authenticator) remember(id string, k *APIKey, now time.Time) {
 	if a.ttl <= 0 {
 		return
 	}
@@ -105,7 +121,7 @@ func (a *Authenticator) remember(sum [sha256.Size]byte, k *APIKey, now time.Time
 			clear(a.cache)
 		}
 	}
-	a.cache[sum] = cachedKey{key: k, expires: now.Add(a.ttl)}
+	a.cache[id] = cachedKey{key: k, expires: now.Add(a.ttl)}
 }
 
 // bearerToken extracts the token of a "Bearer <token>" header; the scheme is

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/aigateway/gateway/money"
 )
 
 // Role says what a key may do.
@@ -80,6 +82,45 @@ type APIKey struct {
 	Hash      [sha256.Size]byte
 	Disabled  bool
 	CreatedAt time.Time
+
+	// Label is a masked form a person can recognise: the prefix, the
+	// id's first characters and the secret's last four.
+	Label string
+	// ExpiresAt: from then on the key authenticates nothing; nil: never.
+	ExpiresAt *time.Time
+	// UpdatedAt is the time of the last change; nil until the first.
+	UpdatedAt *time.Time
+	// CreatorUserID is the user who created the key.
+	CreatorUserID string
+	// Limit is the key's spending limit; nil: none.
+	Limit *money.Micros
+	// LimitReset is the window of Limit; ResetNever: lifetime.
+	LimitReset Reset
+	// IncludeBYOKInLimit: usage served with a provider key of the user's
+	// own counts toward Limit.
+	IncludeBYOKInLimit bool
+}
+
+// Expired reports whether the key's expiry has come at now.
+func (k *APIKey) Expired(now time.Time) bool {
+	return k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)
+}
+
+// Reset is the window of a spending limit; windows start at 00:00 UTC, weeks
+// on Monday.
+type Reset string
+
+// Windows of a limit.
+const (
+	ResetNever   Reset = ""
+	ResetDaily   Reset = "daily"
+	ResetWeekly  Reset = "weekly"
+	ResetMonthly Reset = "monthly"
+)
+
+// Valid reports whether r is a known window.
+func (r Reset) Valid() bool {
+	return r == ResetNever || r == ResetDaily || r == ResetWeekly || r == ResetMonthly
 }
 
 // KeyStore persists users and keys. Implementations are safe for concurrent use.
@@ -106,7 +147,14 @@ func NewKey() (token string, k APIKey, err error) {
 	k.ID = hex.EncodeToString(id[:])
 	token = KeyPrefix + k.ID + "." + base64.RawURLEncoding.EncodeToString(secret[:])
 	k.Hash = sha256.Sum256([]byte(token))
+	k.Label = label(k.ID, token)
 	return token, k, nil
+}
+
+// label masks a secret: the prefix, four characters of the public id and
+// the last four of the token, enough for a person to tell keys apart.
+func label(id, token string) string {
+	return KeyPrefix + id[:4] + "..." + token[len(token)-4:]
 }
 
 // ParseToken extracts the public key id from a token, checking only its shape.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/workspace"
@@ -120,4 +121,23 @@ func (s *Store) FilesAfter(ctx context.Context, backend, after string, limit int
 		return nil, fmt.Errorf("sqlstore: files after: %w", err)
 	}
 	return out, nil
+}
+
+// KeyChangeRetention is how long the key change log keeps an entry: far
+// beyond any replica's poll margin (keys.Revoker), so pruning never hides an
+// entry a replica has yet to read.
+const KeyChangeRetention = time.Hour
+
+// SweepKeyChanges deletes at most limit entries of the key change log older
+// than KeyChangeRetention and returns how many it deleted.
+func (s *Store) SweepKeyChanges(ctx context.Context, limit int) (_ int, err error) {
+	defer s.classify(&err)
+	cutoff := s.d.ts(micro(s.now()).Add(-KeyChangeRetention))
+	res, err := s.w.ExecContext(ctx, `DELETE FROM key_changes WHERE seq IN
+		(SELECT seq FROM key_changes WHERE changed_at < $1 LIMIT $2)`, cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: sweep key changes: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }

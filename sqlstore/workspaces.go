@@ -107,22 +107,50 @@ func (s *Store) expireIdempotency(ctx context.Context, userID string) {
 // workspace, unless an unexpired one exists: then it returns that one and
 // writes nothing. An update claims with a zero answer and settles it with
 // settleIdempotency once it knows the result, in the same transaction.
+func (s *Store) claimIdempotency(ctx context.Context, tx *sql.Tx, idem workspace.Idempotency, answer workspace.Workspace) (*workspace.Idempotency, error) {
+	body, err := json.Marshal(answer)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: encode idempotency record: %w", err)
+	}
+	prior, err := s.claimRecord(ctx, tx, idemRecord{
+		userID: idem.UserID, scope: idem.Scope, key: idem.Key, requestHash: idem.RequestHash,
+		answer: body, createdAt: idem.CreatedAt,
+	}, workspace.IdempotencyTTL)
+	if err != nil || prior == nil {
+		return nil, err
+	}
+	p := workspace.Idempotency{UserID: idem.UserID, Scope: idem.Scope, Key: idem.Key,
+		RequestHash: prior.requestHash, CreatedAt: prior.createdAt}
+	if err := json.Unmarshal(prior.answer, &p.Workspace); err != nil {
+		return nil, fmt.Errorf("sqlstore: decode idempotency record: %w", err)
+	}
+	return &p, nil
+}
+
+// idemRecord is a row of idempotency_records: the answer is the bytes the
+// scope's owner keeps (a workspace's JSON, a created key's id and sealed
+// secret).
+type idemRecord struct {
+	userID, scope, key, requestHash string
+	answer                          []byte
+	createdAt                       time.Time
+}
+
+// claimRecord writes rec unless an unexpired record (younger than ttl) of
+// its (user, scope, key) exists: then it returns that one and writes
+// nothing. A zero rec.createdAt is the store's clock.
 //
 // The upsert is one statement so the claim is atomic: on PostgreSQL a
 // competing transaction's uncommitted row makes it wait until that
 // transaction ends, then see the row (or, after a rollback, claim the key).
 // Its WHERE replaces only an expired record.
-func (s *Store) claimIdempotency(ctx context.Context, tx *sql.Tx, idem workspace.Idempotency, answer workspace.Workspace) (*workspace.Idempotency, error) {
+func (s *Store) claimRecord(ctx context.Context, tx *sql.Tx, rec idemRecord, ttl time.Duration) (*idemRecord, error) {
 	now := micro(s.now())
 	created := now
-	if !idem.CreatedAt.IsZero() {
-		created = micro(idem.CreatedAt)
+	if !rec.createdAt.IsZero() {
+		created = micro(rec.createdAt)
 	}
-	body, err := json.Marshal(answer)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: encode idempotency record: %w", err)
-	}
-	cutoff := s.d.ts(now.Add(-workspace.IdempotencyTTL))
+	cutoff := s.d.ts(now.Add(-ttl))
 	res, err := tx.ExecContext(ctx, `INSERT INTO idempotency_records
 		(user_id, scope, idem_key, request_hash, workspace, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6)
@@ -130,7 +158,7 @@ func (s *Store) claimIdempotency(ctx context.Context, tx *sql.Tx, idem workspace
 			request_hash = excluded.request_hash, workspace = excluded.workspace,
 			created_at = excluded.created_at
 		WHERE idempotency_records.created_at <= $7`,
-		idem.UserID, idem.Scope, idem.Key, idem.RequestHash, body, s.d.ts(created), cutoff)
+		rec.userID, rec.scope, rec.key, rec.requestHash, rec.answer, s.d.ts(created), cutoff)
 	if s.d.violation(err) == violationForeignKey {
 		return nil, ErrUserNotFound
 	}
@@ -144,16 +172,12 @@ func (s *Store) claimIdempotency(ctx context.Context, tx *sql.Tx, idem workspace
 	if n > 0 {
 		return nil, nil
 	}
-	p := workspace.Idempotency{UserID: idem.UserID, Scope: idem.Scope, Key: idem.Key}
-	var stored []byte
+	p := idemRecord{userID: rec.userID, scope: rec.scope, key: rec.key}
 	err = tx.QueryRowContext(ctx, `SELECT request_hash, workspace, created_at FROM idempotency_records
 		WHERE user_id = $1 AND scope = $2 AND idem_key = $3`,
-		idem.UserID, idem.Scope, idem.Key).Scan(&p.RequestHash, &stored, timeCol{&p.CreatedAt})
+		rec.userID, rec.scope, rec.key).Scan(&p.requestHash, &p.answer, timeCol{&p.createdAt})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: read idempotency record: %w", err)
-	}
-	if err := json.Unmarshal(stored, &p.Workspace); err != nil {
-		return nil, fmt.Errorf("sqlstore: decode idempotency record: %w", err)
 	}
 	return &p, nil
 }
