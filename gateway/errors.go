@@ -40,6 +40,7 @@ const (
 	msgInvalidAuth        = "Invalid authentication credentials"
 	msgManagementOnly     = "Only management keys can perform this operation"
 	msgReadOnlyKey        = "Service keys can only look up models and read files"
+	msgManagedByCLI       = "Manage this key with the CLI"
 	msgNotFound           = "Resource not found"
 	msgMethodNotAllowed   = "Method not allowed"
 	msgConflict           = "Resource already exists"
@@ -71,6 +72,10 @@ var errorTable = []errorKind{
 	{keys.ErrUnauthenticated, http.StatusUnauthorized, msgMissingAuth},
 	{keys.ErrInvalidKey, http.StatusUnauthorized, msgInvalidAuth},
 	{keys.ErrReadOnlyKey, http.StatusForbidden, msgReadOnlyKey},
+	{keys.ErrManagedByCLI, http.StatusForbidden, msgManagedByCLI},
+	{keys.ErrKeyNotFound, http.StatusNotFound, msgNotFound},
+	{keys.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, msgIdempotencyReused},
+	{keys.ErrIdempotencyUnavailable, http.StatusBadRequest, msgBadRequest},
 	{keys.ErrForbidden, http.StatusForbidden, msgManagementOnly},
 	{keys.ErrModelNotAllowed, http.StatusForbidden, msgModelNotAllowed},
 	{errNotFound, http.StatusNotFound, msgNotFound},

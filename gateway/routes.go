@@ -32,6 +32,7 @@ type Options struct {
 	Auth       Authenticator
 	Catalog    CatalogSource
 	Workspaces WorkspaceService
+	Keys       KeyManager
 	Files      FileService
 	// FileReader serves the list, metadata, delete and download routes.
 	FileReader     FileReader
@@ -64,6 +65,7 @@ type API struct {
 	auth       Authenticator
 	catalog    CatalogSource
 	workspaces WorkspaceService
+	keys       KeyManager
 	files      FileService
 	reader     FileReader
 	limits     *RateLimits
@@ -96,6 +98,7 @@ func New(o Options) *API {
 		auth:          o.Auth,
 		catalog:       o.Catalog,
 		workspaces:    o.Workspaces,
+		keys:          o.Keys,
 		files:         o.Files,
 		reader:        o.FileReader,
 		limits:        o.Limits,
@@ -143,6 +146,7 @@ func (a *API) Handler() http.Handler {
 
 		r.Get(apiPrefix+"/model/{author}/{slug}", a.adapt(a.getModel))
 		r.Get(apiPrefix+"/models", a.adapt(a.listModels))
+		r.Get(apiPrefix+"/key", a.adapt(a.currentKey))
 
 		r.Group(func(r chi.Router) {
 			r.Use(a.managementOnly)
@@ -151,6 +155,11 @@ func (a *API) Handler() http.Handler {
 			r.Get(apiPrefix+"/workspaces/{id}", a.adapt(a.getWorkspace))
 			r.Patch(apiPrefix+"/workspaces/{id}", a.adapt(a.updateWorkspace))
 			r.Delete(apiPrefix+"/workspaces/{id}", a.adapt(a.deleteWorkspace))
+			r.Post(apiPrefix+"/keys", a.adapt(a.createKey))
+			r.Get(apiPrefix+"/keys", a.adapt(a.listKeys))
+			r.Get(apiPrefix+"/keys/{hash}", a.adapt(a.getKey))
+			r.Patch(apiPrefix+"/keys/{hash}", a.adapt(a.updateKey))
+			r.Delete(apiPrefix+"/keys/{hash}", a.adapt(a.deleteKey))
 		})
 
 		r.Group(func(r chi.Router) {

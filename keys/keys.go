@@ -164,7 +164,16 @@ func ParseToken(token string) (id string, ok bool) {
 	}
 	rest := token[len(KeyPrefix):]
 	id, secret, found := strings.Cut(rest, ".")
-	if !found || len(id) != 2*keyIDBytes || len(secret) != base64.RawURLEncoding.EncodedLen(keySecretBytes) {
+	if !found || len(secret) != base64.RawURLEncoding.EncodedLen(keySecretBytes) {
+		return "", false
+	}
+	return ParseID(id)
+}
+
+// ParseID checks the shape of a public key id (as a path names it): 16
+// lowercase hexadecimal characters. Anything else names no key.
+func ParseID(id string) (string, bool) {
+	if len(id) != 2*keyIDBytes {
 		return "", false
 	}
 	for i := 0; i < len(id); i++ {

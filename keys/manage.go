@@ -184,7 +184,7 @@ func requestHash(req CreateRequest, workspaceID string) string {
 
 // Get returns userID's key id.
 func (m *Manager) Get(ctx context.Context, userID, id string) (APIKey, error) {
-	if _, ok := validID(id); !ok {
+	if _, ok := ParseID(id); !ok {
 		return APIKey{}, ErrKeyNotFound
 	}
 	return m.store.UserKey(ctx, userID, id)
@@ -213,7 +213,7 @@ func (m *Manager) Update(ctx context.Context, userID, id string, body []byte) (A
 	if err != nil {
 		return APIKey{}, err
 	}
-	if _, ok := validID(id); !ok {
+	if _, ok := ParseID(id); !ok {
 		return APIKey{}, ErrKeyNotFound
 	}
 	if u.Empty() {
@@ -224,23 +224,8 @@ func (m *Manager) Update(ctx context.Context, userID, id string, body []byte) (A
 
 // Delete removes userID's standard key id.
 func (m *Manager) Delete(ctx context.Context, userID, id string) error {
-	if _, ok := validID(id); !ok {
+	if _, ok := ParseID(id); !ok {
 		return ErrKeyNotFound
 	}
 	return m.store.DeleteKey(ctx, userID, id, m.now().UTC().Truncate(time.Microsecond))
-}
-
-// validID reports whether id is shaped like a public key id; anything else
-// names no key and need not reach the store.
-func validID(id string) (string, bool) {
-	if len(id) != 2*keyIDBytes {
-		return "", false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return "", false
-		}
-	}
-	return id, true
 }

@@ -38,10 +38,13 @@ type Revoker struct {
 	Auth     *Authenticator
 	Interval time.Duration // default 1s
 	Margin   time.Duration // default 30s
-	// OnError is told of a failed poll; the next poll retries from the
-	// same point.
-	OnError func(error)
+	// OnHealth is told when polling starts failing (with the error) and
+	// when it works again (nil): once per transition, so an outage of the
+	// database is one line in the log, not one a second. A failed poll is
+	// retried from the same point.
+	OnHealth func(error)
 
+	failing bool
 	now     func() time.Time
 	since   time.Time
 	applied map[int64]time.Time // Seq -> At of entries within the margin
@@ -57,8 +60,15 @@ func (r *Revoker) Run(ctx context.Context) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if err := r.Poll(ctx); err != nil && r.OnError != nil && ctx.Err() == nil {
-			r.OnError(err)
+		err := r.Poll(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if (err != nil) != r.failing {
+			r.failing = err != nil
+			if r.OnHealth != nil {
+				r.OnHealth(err)
+			}
 		}
 		select {
 		case <-ctx.Done():

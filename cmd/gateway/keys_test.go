@@ -28,3 +28,55 @@ func TestKeysCreateService(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysListDisableDelete: the operator lists a user's keys of every role
+// and disables, enables and deletes any of them by id; the secret is never
+// printed by list.
+func TestKeysListDisableDelete(t *testing.T) {
+	path := writeConfig(t, testConfig(t))
+	ctx := context.Background()
+	create := func(role ...string) (id, token string) {
+		t.Helper()
+		var out bytes.Buffer
+		args := append([]string{"keys", "create", "--config", path, "--name", "k", "--user", "alice"}, role...)
+		if err := run(ctx, args, testGetenv, &out); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		token = lines[len(lines)-1]
+		return strings.TrimPrefix(strings.SplitN(token, ".", 2)[0], "sk-gw-"), token
+	}
+	mgmt, mgmtToken := create("--management")
+	std, _ := create()
+	cmd := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append(args[:1:1], append([]string{args[1], "--config", path}, args[2:]...)...), testGetenv, &out)
+		return out.String(), err
+	}
+	if _, err := cmd("keys", "disable", "--id", mgmt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cmd("keys", "delete", "--id", std); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd("keys", "list", "--user", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, mgmt) || !strings.Contains(out, "disabled") || strings.Contains(out, std) ||
+		strings.Contains(out, strings.SplitN(mgmtToken, ".", 2)[1]) {
+		t.Errorf("list:\n%s", out)
+	}
+	if _, err := cmd("keys", "enable", "--id", mgmt); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := cmd("keys", "list", "--user", "alice"); strings.Contains(out, "disabled") {
+		t.Errorf("enabled key still listed disabled:\n%s", out)
+	}
+	if _, err := cmd("keys", "delete", "--id", std); err == nil || !strings.Contains(err.Error(), "no key") {
+		t.Errorf("deleting a deleted key: %v", err)
+	}
+	if _, err := cmd("keys", "disable", "--id", "nothex"); err == nil {
+		t.Error("a malformed id was accepted")
+	}
+}

@@ -2,6 +2,8 @@
 //
 //	gateway serve  --config FILE
 //	gateway keys create --config FILE --name N --user U [--management|--service] [--workspace ID|SLUG] [--models a/b,c/d]
+//	gateway keys list --config FILE --user U
+//	gateway keys disable|enable|delete --config FILE --id KEY_ID
 //	gateway byok set --config FILE --workspace ID --provider openai|anthropic   (key on stdin)
 //	gateway migrate --config FILE
 package main
@@ -46,6 +48,8 @@ type env struct {
 const usage = `usage:
   gateway serve [--config FILE]
   gateway keys create [--config FILE] --name NAME --user USER [--management|--service] [--workspace ID|SLUG] [--models a/b,c/d]
+  gateway keys list [--config FILE] --user USER
+  gateway keys disable|enable|delete [--config FILE] --id KEY_ID   (any role; every replica refuses it within seconds)
   gateway byok set [--config FILE] --workspace ID --provider openai|anthropic   (reads the key from stdin)
   gateway migrate [--config FILE]`
 
@@ -58,6 +62,10 @@ func runWith(ctx context.Context, args []string, e env) error {
 		return serve(ctx, rest, e)
 	case cmd == "keys" && len(rest) > 0 && rest[0] == "create":
 		return keysCreate(ctx, rest[1:], e)
+	case cmd == "keys" && len(rest) > 0 && rest[0] == "list":
+		return keysList(ctx, rest[1:], e)
+	case cmd == "keys" && len(rest) > 0 && (rest[0] == "disable" || rest[0] == "enable" || rest[0] == "delete"):
+		return keysChange(ctx, rest[0], rest[1:], e)
 	case cmd == "byok" && len(rest) > 0 && rest[0] == "set":
 		return byokSet(ctx, rest[1:], e)
 	case cmd == "migrate":

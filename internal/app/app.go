@@ -155,12 +155,28 @@ func (a *App) build(ctx context.Context) error {
 		a.closers = append(a.closers, func() error { stopSweeping(); <-sweeping; return nil })
 	}
 
+	// Revocations made through any replica (or the CLI) reach this one's
+	// authentication cache through the store's change log.
+	auth := keys.NewAuthenticator(st, authCacheTTL)
+	revoker := &keys.Revoker{Log: st, Auth: auth, OnHealth: func(err error) {
+		if err != nil {
+			log.Warn("reading key changes failed; revocations wait until it works again", zap.Error(err))
+			return
+		}
+		log.Info("reading key changes works again")
+	}}
+	revokeCtx, stopRevoking := context.WithCancel(context.Background())
+	revoking := make(chan struct{})
+	go func() { revoker.Run(revokeCtx); close(revoking) }()
+	a.closers = append(a.closers, func() error { stopRevoking(); <-revoking; return nil })
+
 	a.api = gateway.New(gateway.Options{
 		Log:             log,
 		AccessLog:       a.accessLog(reg),
-		Auth:            keys.NewAuthenticator(st, authCacheTTL),
+		Auth:            auth,
 		Catalog:         a.catalog,
 		Workspaces:      workspaces,
+		Keys:            keys.NewManager(st, keyWorkspaces{workspaces}, sealer),
 		Files:           a.files,
 		FileReader:      reader,
 		Limits:          lims.requests,

@@ -49,7 +49,7 @@ func (rt *Runtime) CreateKey(ctx context.Context, req KeyRequest) (token string,
 	if err != nil {
 		return "", key, err
 	}
-	k.UserID, k.Name, k.Models, k.CreatedAt, k.Role = req.User, req.Name, allow, time.Now().UTC(), req.Role
+	k.UserID, k.CreatorUserID, k.Name, k.Models, k.CreatedAt, k.Role = req.User, req.User, req.Name, allow, time.Now().UTC(), req.Role
 	if req.Role == keys.RoleStandard {
 		svc := workspace.NewService(rt.Store, nil)
 		var w workspace.Workspace
