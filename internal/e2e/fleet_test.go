@@ -34,7 +34,6 @@ import (
 	"github.com/aigateway/gateway/internal/config"
 	"github.com/aigateway/gateway/internal/testenv"
 	"github.com/aigateway/gateway/keys"
-	"gopkg.in/yaml.v3"
 )
 
 const fleetModelPath = "/api/v1/model/openai/gpt-4o"
@@ -466,18 +465,7 @@ func fleetConfig(t testing.TB) config.Config {
 
 func writeFleetConfig(t testing.TB, cfg config.Config) string {
 	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("fleet config: %v", err)
-	}
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(filepath.Dir(cfg.Metadata.DSN), "gateway.yaml")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeConfigIn(t, filepath.Dir(cfg.Metadata.DSN), cfg)
 }
 
 // uniqueKeyPrefix keeps one test's buckets apart from every other run's on a
