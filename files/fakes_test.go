@@ -149,7 +149,7 @@ func (s *fakeStore) PutProviderKey(_ context.Context, ws, provider string, seale
 	return nil
 }
 
-func (s *fakeStore) ProviderKey(_ context.Context, ws, provider string) ([]byte, error) {
+func (s *fakeStore) ProviderKey(_ context.Context, ws, provider, _ string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keyErr != nil {

@@ -178,7 +178,7 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 		start = &Position{CreatedAt: rec.CreatedAt, ID: rec.ID}
 	}
 	if p.Provider != "" {
-		return s.listProvider(ctx, ws, p.Provider, limit, asc, start, backward)
+		return s.listProvider(ctx, ws, p.Provider, p.Key.ID, limit, asc, start, backward)
 	}
 	// Paging back from a file is paging forward in the other order, then
 	// turning the page around.
@@ -201,8 +201,8 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 	return out, nil
 }
 
-func (s *ReadService) listProvider(ctx context.Context, ws, name string, limit int, asc bool, start *Position, backward bool) (Page, error) {
-	prov, err := s.provider(ctx, ws, name)
+func (s *ReadService) listProvider(ctx context.Context, ws, name, keyID string, limit int, asc bool, start *Position, backward bool) (Page, error) {
+	prov, err := s.provider(ctx, ws, name, keyID)
 	if err != nil {
 		return Page{}, err
 	}
@@ -288,7 +288,7 @@ func (s *ReadService) Get(ctx context.Context, p FileParams) (File, error) {
 		return File{}, err
 	}
 	if p.Provider != "" {
-		prov, err := s.provider(ctx, ws, p.Provider)
+		prov, err := s.provider(ctx, ws, p.Provider, p.Key.ID)
 		if err != nil {
 			return File{}, err
 		}
@@ -331,7 +331,7 @@ func (s *ReadService) Delete(ctx context.Context, p FileParams) error {
 		}
 	}
 	if provider != "" {
-		prov, err := s.provider(ctx, ws, provider)
+		prov, err := s.provider(ctx, ws, provider, p.Key.ID)
 		if err != nil {
 			return err
 		}
@@ -451,7 +451,7 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 		}
 	}
 	if provider != "" {
-		prov, err := s.provider(ctx, ws, provider)
+		prov, err := s.provider(ctx, ws, provider, p.Key.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -533,9 +533,10 @@ func (s *ReadService) workspace(ctx context.Context, t Target, write bool) (stri
 	return resolveWorkspace(ctx, s.d.Workspaces, k, t.WorkspaceID)
 }
 
-// provider opens the client of provider name with ws's stored key.
-func (s *ReadService) provider(ctx context.Context, ws, name string) (Provider, error) {
-	return openProvider(ctx, s.d.Keys, s.d.Opener, ws, name)
+// provider opens the client of provider name with the key of ws that the
+// calling key keyID uses.
+func (s *ReadService) provider(ctx context.Context, ws, name, keyID string) (Provider, error) {
+	return openProvider(ctx, s.d.Keys, s.d.Opener, ws, name, keyID)
 }
 
 // providerReadError classifies a provider's failure on the read routes: its

@@ -489,8 +489,8 @@ func TestRefusalsNameTheParameter(t *testing.T) {
 	r := newRig(t)
 	_, err := r.s.Begin(context.Background(), Params{Key: aliceMgmt, WorkspaceID: "not-a-uuid"})
 	check(t, err, ErrInvalidWorkspaceID, "workspace_id")
-	_, err = openProvider(context.Background(), r.store, r.opener, aliceDefault, "gemini")
+	_, err = openProvider(context.Background(), r.store, r.opener, aliceDefault, "gemini", aliceKey.ID)
 	check(t, err, ErrUnknownProvider, "provider")
-	_, err = openProvider(context.Background(), r.store, r.opener, aliceOther, ProviderOpenAI)
+	_, err = openProvider(context.Background(), r.store, r.opener, aliceOther, ProviderOpenAI, aliceKey.ID)
 	check(t, err, ErrNoProviderKey, "provider")
 }

@@ -191,7 +191,7 @@ func (s *Service) Begin(ctx context.Context, p Params) (_ Upload, err error) {
 	}()
 
 	if p.Provider != "" {
-		if u.provider, err = s.openProvider(ctx, ws, p.Provider); err != nil {
+		if u.provider, err = openProvider(ctx, s.keys, s.opener, ws, p.Provider, p.Key.ID); err != nil {
 			return nil, err
 		}
 		u.name = p.Provider
@@ -226,22 +226,17 @@ func (s *Service) Begin(ctx context.Context, p Params) (_ Upload, err error) {
 	return u, nil
 }
 
-// openProvider returns the client of provider name bound to the key
-// workspace ws stored for it.
-func (s *Service) openProvider(ctx context.Context, ws, name string) (Provider, error) {
-	return openProvider(ctx, s.keys, s.opener, ws, name)
-}
-
-// openProvider unseals the key workspace ws stored for provider name and
-// returns that provider's client bound to it; uploads and reads share it.
-// The client's mistakes name the provider parameter.
-func openProvider(ctx context.Context, keys ProviderKeys, opener Opener, ws, name string) (Provider, error) {
+// openProvider unseals the key of workspace ws for provider name that the
+// calling key keyID may use and returns that provider's client bound to
+// it; uploads and reads share it. The client's mistakes name the provider
+// parameter.
+func openProvider(ctx context.Context, keys ProviderKeys, opener Opener, ws, name, keyID string) (Provider, error) {
 	if !IsProvider(name) || opener == nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnknownProvider, paramError("provider", "must be openai or anthropic"))
 	}
-	sealed, err := keys.ProviderKey(ctx, ws, name)
+	sealed, err := keys.ProviderKey(ctx, ws, name, keyID)
 	if errors.Is(err, ErrNoProviderKey) {
-		return nil, fmt.Errorf("%w: %w", err, paramError("provider", "no key of this provider is stored for the workspace"))
+		return nil, fmt.Errorf("%w: %w", err, paramError("provider", "no enabled key of this provider that this API key may use is stored for the workspace"))
 	}
 	if err != nil {
 		return nil, err

@@ -78,11 +78,11 @@ type Store interface {
 	FileByID(ctx context.Context, workspaceID, id string) (Record, error)
 }
 
-// ProviderKeys stores each workspace's own keys for BYOK providers, sealed
-// (encrypted) by the caller: the store never sees a plaintext key.
+// ProviderKeys finds each workspace's own keys for BYOK providers, sealed
+// (encrypted) by their owner: the store never sees a plaintext key.
 type ProviderKeys interface {
-	// PutProviderKey stores or replaces the sealed key.
-	PutProviderKey(ctx context.Context, workspaceID, provider string, sealed []byte) error
-	// ProviderKey returns the sealed key, or ErrNoProviderKey.
-	ProviderKey(ctx context.Context, workspaceID, provider string) ([]byte, error)
+	// ProviderKey returns the sealed key of workspaceID for provider that
+	// the API key apiKeyID uses: the enabled one it may use with the lowest
+	// sort order; ErrNoProviderKey when there is none.
+	ProviderKey(ctx context.Context, workspaceID, provider, apiKeyID string) ([]byte, error)
 }

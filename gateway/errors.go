@@ -74,6 +74,7 @@ var errorTable = []errorKind{
 	{keys.ErrReadOnlyKey, http.StatusForbidden, msgReadOnlyKey},
 	{keys.ErrManagedByCLI, http.StatusForbidden, msgManagedByCLI},
 	{keys.ErrKeyNotFound, http.StatusNotFound, msgNotFound},
+	{keys.ErrProviderKeyNotFound, http.StatusNotFound, msgNotFound},
 	{keys.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, msgIdempotencyReused},
 	{keys.ErrIdempotencyUnavailable, http.StatusBadRequest, msgBadRequest},
 	{keys.ErrForbidden, http.StatusForbidden, msgManagementOnly},

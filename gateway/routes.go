@@ -33,7 +33,9 @@ type Options struct {
 	Catalog    CatalogSource
 	Workspaces WorkspaceService
 	Keys       KeyManager
-	Files      FileService
+	// ProviderKeys serves /byok.
+	ProviderKeys ProviderKeyManager
+	Files        FileService
 	// FileReader serves the list, metadata, delete and download routes.
 	FileReader     FileReader
 	Limits         *RateLimits
@@ -66,15 +68,17 @@ type API struct {
 	catalog    CatalogSource
 	workspaces WorkspaceService
 	keys       KeyManager
-	files      FileService
-	reader     FileReader
-	limits     *RateLimits
-	metrics    *httpMetrics
-	registry   *prometheus.Registry
-	trusted    []netip.Prefix
-	ready      map[string]ReadyCheck
-	accessLog  bool
-	access     *accesslog.Writer
+	// providerKeys serves /byok.
+	providerKeys ProviderKeyManager
+	files        FileService
+	reader       FileReader
+	limits       *RateLimits
+	metrics      *httpMetrics
+	registry     *prometheus.Registry
+	trusted      []netip.Prefix
+	ready        map[string]ReadyCheck
+	accessLog    bool
+	access       *accesslog.Writer
 	// bodyTimeout is the read deadline of request bodies (guardBody).
 	bodyTimeout time.Duration
 	// minUploadRate is Options.MinUploadRate.
@@ -99,6 +103,7 @@ func New(o Options) *API {
 		catalog:       o.Catalog,
 		workspaces:    o.Workspaces,
 		keys:          o.Keys,
+		providerKeys:  o.ProviderKeys,
 		files:         o.Files,
 		reader:        o.FileReader,
 		limits:        o.Limits,
@@ -160,6 +165,11 @@ func (a *API) Handler() http.Handler {
 			r.Get(apiPrefix+"/keys/{hash}", a.adapt(a.getKey))
 			r.Patch(apiPrefix+"/keys/{hash}", a.adapt(a.updateKey))
 			r.Delete(apiPrefix+"/keys/{hash}", a.adapt(a.deleteKey))
+			r.Post(apiPrefix+"/byok", a.adapt(a.createProviderKey))
+			r.Get(apiPrefix+"/byok", a.adapt(a.listProviderKeys))
+			r.Get(apiPrefix+"/byok/{id}", a.adapt(a.getProviderKey))
+			r.Patch(apiPrefix+"/byok/{id}", a.adapt(a.updateProviderKey))
+			r.Delete(apiPrefix+"/byok/{id}", a.adapt(a.deleteProviderKey))
 		})
 
 		r.Group(func(r chi.Router) {

@@ -65,6 +65,8 @@ func runContract(t *testing.T, b backend) {
 		{"Quota/CommitErrors", testCommitErrors},
 		{"Quota/Race", testQuotaRace},
 		{"ProviderKeys", testProviderKeys},
+		{"ProviderKeys/Choice", testProviderKeyChoice},
+		{"ProviderKeys/Migrate", testProviderKeysMigrate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1010,31 +1012,90 @@ func testQuotaRace(t *testing.T, b backend) {
 func testProviderKeys(t *testing.T, b backend) {
 	s, ws := quotaFixture(t, b)
 	ctx := testContext(t)
-	if _, err := s.ProviderKey(ctx, ws.ID, "openai"); !errors.Is(err, files.ErrNoProviderKey) {
+	if _, err := s.ProviderKey(ctx, ws.ID, "openai", "k1"); !errors.Is(err, files.ErrNoProviderKey) {
 		t.Fatalf("ProviderKey before Put = %v, want ErrNoProviderKey", err)
 	}
 	sealed := []byte{0, 1, 2, 0xff, 0xfe}
-	if err := s.PutProviderKey(ctx, ws.ID, "openai", sealed); err != nil {
+	if err := s.PutProviderKey(ctx, ws.ID, "openai", sealed, "sk-...abcd"); err != nil {
 		t.Fatalf("PutProviderKey: %v", err)
 	}
 	replaced := []byte("sealed-2")
-	if err := s.PutProviderKey(ctx, ws.ID, "openai", replaced); err != nil {
+	if err := s.PutProviderKey(ctx, ws.ID, "openai", replaced, "sk-...efgh"); err != nil {
 		t.Fatalf("PutProviderKey (replace): %v", err)
 	}
-	got, err := s.ProviderKey(ctx, ws.ID, "openai")
+	got, err := s.ProviderKey(ctx, ws.ID, "openai", "k1")
 	if err != nil || string(got) != string(replaced) {
 		t.Errorf("ProviderKey = %q, %v; want %q", got, err, replaced)
 	}
-	if _, err := s.ProviderKey(ctx, ws.ID, "anthropic"); !errors.Is(err, files.ErrNoProviderKey) {
+	if page, total, err := s.ListProviderKeys(ctx, ws.CreatedBy, keys.ProviderKeyQuery{Limit: 10}); err != nil || total != 1 ||
+		len(page) != 1 || !page[0].FromCLI || page[0].Label != "sk-...efgh" {
+		t.Errorf("the CLI's key over HTTP: %+v, %d, %v; want one, replaced in place", page, total, err)
+	}
+	if _, err := s.ProviderKey(ctx, ws.ID, "anthropic", "k1"); !errors.Is(err, files.ErrNoProviderKey) {
 		t.Errorf("ProviderKey(other provider) = %v, want ErrNoProviderKey", err)
 	}
-	if _, err := s.ProviderKey(ctx, "not-a-uuid", "openai"); !errors.Is(err, files.ErrNoProviderKey) {
+	if _, err := s.ProviderKey(ctx, "not-a-uuid", "openai", "k1"); !errors.Is(err, files.ErrNoProviderKey) {
 		t.Errorf("ProviderKey(malformed workspace) = %v, want ErrNoProviderKey", err)
 	}
-	if err := s.PutProviderKey(ctx, uuid.NewString(), "openai", sealed); !errors.Is(err, workspace.ErrNotFound) {
+	if err := s.PutProviderKey(ctx, uuid.NewString(), "openai", sealed, "x"); !errors.Is(err, workspace.ErrNotFound) {
 		t.Errorf("PutProviderKey(unknown workspace) = %v, want workspace.ErrNotFound", err)
 	}
-	if err := s.PutProviderKey(ctx, ws.ID, "", sealed); !errors.Is(err, ErrInvalidArgument) {
+	if err := s.PutProviderKey(ctx, ws.ID, "", sealed, "x"); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("PutProviderKey(no provider) = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// testProviderKeyChoice: a file route uses the workspace's enabled key of
+// the provider that the calling key may use, lowest sort_order first.
+func testProviderKeyChoice(t *testing.T, b backend) {
+	s, ws := quotaFixture(t, b)
+	ctx := testContext(t)
+	user := ws.CreatedBy
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	put := func(sealed string, order int, disabled bool, allowed []string) keys.ProviderKey {
+		t.Helper()
+		k := keys.ProviderKey{ID: uuid.NewString(), UserID: user, WorkspaceID: ws.ID, Provider: "openai",
+			Label: "l", Sealed: []byte(sealed), SortOrder: order, Disabled: disabled, AllowedAPIKeys: allowed,
+			CreatedAt: base}
+		base = base.Add(time.Second)
+		if err := s.CreateProviderKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	put("late", 5, false, nil)
+	first := put("first-but-disabled", 0, true, nil)
+	put("only-for-ci", 1, false, []string{"00000000000000c1"})
+	put("for-all", 2, false, nil)
+	for keyID, want := range map[string]string{"00000000000000c1": "only-for-ci", "0000000000000002": "for-all"} {
+		got, err := s.ProviderKey(ctx, ws.ID, "openai", keyID)
+		if err != nil || string(got) != want {
+			t.Errorf("key %s uses %q, %v; want %q", keyID, got, err, want)
+		}
+	}
+	// Enabling the first makes it win; another user cannot touch it.
+	if _, err := s.UpdateProviderKey(ctx, "mallory", first.ID, keys.ProviderKeyFields{Disabled: keys.Optional[bool]{Set: true}}, nil, base); !errors.Is(err, keys.ErrProviderKeyNotFound) {
+		t.Fatalf("another user's update: %v", err)
+	}
+	upd, err := s.UpdateProviderKey(ctx, user, first.ID, keys.ProviderKeyFields{Disabled: keys.Optional[bool]{Set: true}},
+		&keys.SealedSecret{Sealed: []byte("first-rotated"), Label: "new"}, base)
+	if err != nil || upd.Disabled || upd.Label != "new" || upd.UpdatedAt == nil {
+		t.Fatalf("update: %+v, %v", upd, err)
+	}
+	if got, err := s.ProviderKey(ctx, ws.ID, "openai", "0000000000000002"); err != nil || string(got) != "first-rotated" {
+		t.Errorf("after enabling: %q, %v", got, err)
+	}
+	page, total, err := s.ListProviderKeys(ctx, user, keys.ProviderKeyQuery{Limit: 2, Offset: 1})
+	if err != nil || total != 4 || len(page) != 2 || page[0].ID != first.ID {
+		t.Errorf("list page: %d of %d, %v", len(page), total, err)
+	}
+	if err := s.DeleteProviderKey(ctx, "mallory", first.ID); !errors.Is(err, keys.ErrProviderKeyNotFound) {
+		t.Errorf("another user's delete: %v", err)
+	}
+	if err := s.DeleteProviderKey(ctx, user, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UserProviderKey(ctx, user, first.ID); !errors.Is(err, keys.ErrProviderKeyNotFound) {
+		t.Errorf("deleted key: %v", err)
 	}
 }

@@ -229,3 +229,47 @@ func testKeyCreateIdempotent(t *testing.T, b backend) {
 		t.Fatalf("%d keys stored, want 1", n)
 	}
 }
+
+// testProviderKeysMigrate: a provider key stored by `gateway byok set`
+// before provider keys were managed over HTTP is carried over, usable and
+// listed as the CLI's.
+func testProviderKeysMigrate(t *testing.T, b backend) {
+	dsn := b.fresh(t)
+	s := b.open(t, dsn)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	ws := mustWorkspace(t, s, "alice", "before-upgrade")
+	old := `CREATE TABLE provider_keys (workspace_id UUID NOT NULL REFERENCES workspaces (id), provider TEXT NOT NULL,
+		sealed BYTEA NOT NULL, updated_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (workspace_id, provider))`
+	if s.d.name == DriverSQLite {
+		old = `CREATE TABLE provider_keys (workspace_id TEXT NOT NULL REFERENCES workspaces (id), provider TEXT NOT NULL,
+			sealed BLOB NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (workspace_id, provider)) STRICT`
+	}
+	for _, q := range []string{`DROP TABLE byok_keys`, old, `DELETE FROM schema_migrations WHERE version = 8`} {
+		if _, err := s.w.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO provider_keys (workspace_id, provider, sealed, updated_at)
+		VALUES ($1, 'anthropic', $2, $3)`, ws.ID, []byte("sealed-before"), s.d.ts(micro(time.Now()))); err != nil {
+		t.Fatal(err)
+	}
+	s2 := b.open(t, dsn)
+	got, err := s2.ProviderKey(ctx, ws.ID, "anthropic", "0000000000000001")
+	if err != nil || string(got) != "sealed-before" {
+		t.Fatalf("after the upgrade: %q, %v", got, err)
+	}
+	page, _, err := s2.ListProviderKeys(ctx, "alice", keys.ProviderKeyQuery{Limit: 10})
+	if err != nil || len(page) != 1 || !page[0].FromCLI || page[0].WorkspaceID != ws.ID {
+		t.Fatalf("listed: %+v, %v", page, err)
+	}
+	if _, err := s2.UserProviderKey(ctx, "alice", page[0].ID); err != nil {
+		t.Fatalf("the migrated key's id %q does not name it: %v", page[0].ID, err)
+	}
+	if err := s2.PutProviderKey(ctx, ws.ID, "anthropic", []byte("sealed-after"), "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, total, _ := s2.ListProviderKeys(ctx, "alice", keys.ProviderKeyQuery{Limit: 10}); total != 1 {
+		t.Errorf("byok set after the upgrade added a key (%d) instead of replacing its own", total)
+	}
+}

@@ -471,7 +471,7 @@ func testWorkspaceDelete(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	clock.advance(time.Minute)
-	if err := s.PutProviderKey(ctx, ws.ID, "openai", []byte("sealed")); err != nil {
+	if err := s.PutProviderKey(ctx, ws.ID, "openai", []byte("sealed"), "sk-...abcd"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteWorkspace(ctx, "alice", workspace.Ref{ID: ws.ID}); err != nil {
@@ -483,7 +483,7 @@ func testWorkspaceDelete(t *testing.T, b backend) {
 	if _, err := s.WorkspaceBySlug(ctx, "alice", ws.Slug); !errors.Is(err, workspace.ErrNotFound) {
 		t.Errorf("by slug after delete: %v, want ErrNotFound", err)
 	}
-	for _, table := range []string{"quota_reservations", "workspace_usage", "provider_keys"} {
+	for _, table := range []string{"quota_reservations", "workspace_usage", "byok_keys"} {
 		if n := count(t, s, `SELECT COUNT(*) FROM `+table+` WHERE workspace_id = $1`, ws.ID); n != 0 {
 			t.Errorf("%d rows left in %s", n, table)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	iofs "io/fs"
 	"net/http"
 	"time"
@@ -177,6 +178,7 @@ func (a *App) build(ctx context.Context) error {
 		Catalog:         a.catalog,
 		Workspaces:      workspaces,
 		Keys:            keys.NewManager(st, keyWorkspaces{workspaces}, sealer),
+		ProviderKeys:    keys.NewProviderKeys(st, keyWorkspaces{workspaces}, sealer, uuid.NewString),
 		Files:           a.files,
 		FileReader:      reader,
 		Limits:          lims.requests,

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/keys/seal"
 	"github.com/aigateway/gateway/providers"
 	"github.com/aigateway/gateway/workspace"
@@ -40,7 +41,7 @@ func (rt *Runtime) SetProviderKey(ctx context.Context, workspaceID, provider str
 	if err != nil {
 		return err
 	}
-	err = rt.Store.PutProviderKey(ctx, id.String(), provider, sealed)
+	err = rt.Store.PutProviderKey(ctx, id.String(), provider, sealed, keys.MaskSecret(secret.Reveal()))
 	switch {
 	case errors.Is(err, workspace.ErrNotFound):
 		return fmt.Errorf("workspace %s does not exist", id)
