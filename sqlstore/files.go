@@ -217,4 +217,3 @@ func (s *Store) FileByID(ctx context.Context, workspaceID, id string) (_ files.R
 	}
 	return r, nil
 }
-
