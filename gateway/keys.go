@@ -264,9 +264,12 @@ type currentKeyView struct {
 	RateLimit            rateLimitView     `json:"rate_limit"`
 }
 
+// freeModelRequests: the spec lists limit and remaining; the public
+// service's SDK also requires used.
 type freeModelRequests struct {
 	Limit     int `json:"limit"`
 	Remaining int `json:"remaining"`
+	Used      int `json:"used"`
 }
 
 type rateLimitView struct {

@@ -187,7 +187,34 @@ func (m *Manager) Get(ctx context.Context, userID, id string) (APIKey, error) {
 	if _, ok := ParseID(id); !ok {
 		return APIKey{}, ErrKeyNotFound
 	}
-	return m.store.UserKey(ctx, userID, id)
+	k, err := m.store.UserKey(ctx, userID, id)
+	if err != nil {
+		return APIKey{}, err
+	}
+	page := []APIKey{k}
+	err = m.showWorkspaces(ctx, userID, page)
+	return page[0], err
+}
+
+// showWorkspaces names, for the keys bound to no workspace (management and
+// service keys), the user's default workspace: the one they act in when a
+// request names none, and what clients of the Key resource expect to find.
+func (m *Manager) showWorkspaces(ctx context.Context, userID string, page []APIKey) error {
+	var def string
+	for i := range page {
+		if page[i].WorkspaceID != "" {
+			continue
+		}
+		if def == "" {
+			ws, err := m.workspaces.WorkspaceID(ctx, userID, "")
+			if err != nil {
+				return err
+			}
+			def = ws
+		}
+		page[i].WorkspaceID = def
+	}
+	return nil
 }
 
 // List returns the page of userID's keys that q selects; q.Limit is set to
@@ -204,7 +231,11 @@ func (m *Manager) List(ctx context.Context, userID string, q ListQuery) ([]APIKe
 		q.WorkspaceID = ws
 	}
 	q.Limit = PageSize
-	return m.store.ListKeys(ctx, userID, q)
+	page, err := m.store.ListKeys(ctx, userID, q)
+	if err != nil {
+		return nil, err
+	}
+	return page, m.showWorkspaces(ctx, userID, page)
 }
 
 // Update applies a partial-update body to userID's standard key id.

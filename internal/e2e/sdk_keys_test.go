@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOfficialSDKKeys runs @openrouter/sdk's apiKeys and byok calls,
+// unmodified, against the embedded default: each call must succeed (the SDK
+// validates every answer against its own schema) and say what was asked.
+func TestOfficialSDKKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Node")
+	}
+	node, dir := sdkNode(t)
+	script, err := os.ReadFile(filepath.Join("testdata", "sdk", "keys.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "keys.mjs"), script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, testConfig(t))
+	admin := g.newKey(t, "sdk-admin", "--management")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "keys.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GATEWAY_URL="+g.URL, "GATEWAY_KEY="+admin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node keys.mjs: %v\n%s", err, stderr.String())
+	}
+	var steps []sdkStep
+	if err := json.Unmarshal(out, &steps); err != nil {
+		t.Fatalf("report %q: %v", out, err)
+	}
+	results := map[string]any{}
+	for _, s := range steps {
+		if !s.OK {
+			t.Errorf("%s failed: %s (status %v)", s.Op, s.Error, s.Status)
+			continue
+		}
+		results[s.Op] = s.Result
+	}
+	want := []string{"apiKeys.create", "apiKeys.list", "apiKeys.get", "apiKeys.update", "apiKeys.getCurrentKeyMetadata(admin)",
+		"apiKeys.update(enable)", "apiKeys.getCurrentKeyMetadata(own)", "apiKeys.delete",
+		"byok.create", "byok.list", "byok.get", "byok.update", "byok.delete"}
+	for _, op := range want {
+		if _, ok := results[op]; !ok {
+			t.Errorf("%s did not run or failed", op)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	created := results["apiKeys.create"].(map[string]any)
+	data := created["data"].(map[string]any)
+	secret, _ := created["key"].(string)
+	hash, _ := data["hash"].(string)
+	if !strings.HasPrefix(secret, "sk-gw-"+hash+".") || data["limit"] != 12.5 || data["limitReset"] != "weekly" {
+		t.Errorf("create answer: %v", created)
+	}
+	if !strings.Contains(string(out), `"`+hash+`"`) || strings.Count(string(out), secret) != 1 {
+		t.Errorf("the secret must be shown once (create) and the hash listed: %s", out)
+	}
+	if upd := results["apiKeys.update"].(map[string]any); upd["disabled"] != true || upd["limit"] != nil {
+		t.Errorf("update answer: %v", upd)
+	}
+	if me := results["apiKeys.getCurrentKeyMetadata(admin)"].(map[string]any); me["isManagementKey"] != true {
+		t.Errorf("admin's own view: %v", me)
+	}
+	if me := results["apiKeys.getCurrentKeyMetadata(own)"].(map[string]any); me["isManagementKey"] != false || me["limit"] != nil {
+		t.Errorf("the new key's own view: %v", me)
+	}
+	byok := results["byok.create"].(map[string]any)
+	if byok["provider"] != "openai" || byok["label"] != "sk-...cdef" || strings.Contains(string(out), "0123456789abcdef") {
+		t.Errorf("byok create: %v (the secret must never come back)", byok)
+	}
+	if ids, _ := results["byok.list"].([]any); len(ids) != 1 || ids[0] != byok["id"] {
+		t.Errorf("byok list walked %v, want the one key", ids)
+	}
+	if upd := results["byok.update"].(map[string]any); upd["label"] != "sk-...9999" || upd["name"] != "rotated" {
+		t.Errorf("byok update: %v", upd)
+	}
+	// Gone afterwards, as unknown ones.
+	for _, path := range []string{"/api/v1/keys/" + hash, "/api/v1/byok/" + byok["id"].(string)} {
+		if res, body := g.do(t, "GET", path, admin, nil, nil); res.StatusCode != 404 {
+			t.Errorf("GET %s after delete: %d %s", path, res.StatusCode, body)
+		}
+	}
+}
