@@ -145,3 +145,79 @@ func TestProviderKeyChoice(t *testing.T) {
 		t.Fatalf("%d provider keys listed, want 2", n)
 	}
 }
+
+// TestKeyRoutesIDOR: every key and provider key route × method × {own,
+// other user's, unknown} × {management, standard, service}. Only the owner's
+// management key reaches its own; another user's id answers exactly what an
+// unknown one does.
+func TestKeyRoutesIDOR(t *testing.T) {
+	g := startGateway(t, testConfig(t))
+	ctx := context.Background()
+	callers := map[string]string{
+		"management": g.newKey(t, "alice", "--management"),
+		"standard":   g.newKey(t, "alice"),
+		"service":    g.newKey(t, "alice", "--service"),
+	}
+	alice := g.newClient(t, callers["management"])
+	bob := g.newClient(t, g.newKey(t, "bob", "--management"))
+	target := func(c *client.Client) (keyHash, providerKeyID string) {
+		t.Helper()
+		k, err := c.CreateKey(ctx, client.KeyCreate{Name: "target"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.CreateProviderKey(ctx, client.ProviderKeyCreate{Provider: "anthropic", Secret: "sk-ant-target-000000"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.Key.Hash, p.ID
+	}
+	bobKey, bobProvider := target(bob)
+	bodies := map[string]string{"GET": "", "PATCH": `{"name":"renamed"}`, "DELETE": ""}
+	for _, method := range []string{"GET", "PATCH", "DELETE"} {
+		ownKey, ownProvider := target(alice)
+		for _, r := range []struct{ kind, own, other, unknown string }{
+			{"keys", ownKey, bobKey, "00000000000000ee"},
+			{"byok", ownProvider, bobProvider, "9c0d7a3e-0000-4000-8000-000000000000"},
+		} {
+			for who, key := range callers {
+				answers := map[string]string{}
+				for _, id := range []struct{ name, id string }{{"own", r.own}, {"other", r.other}, {"unknown", r.unknown}} {
+					var body *strings.Reader
+					if bodies[method] != "" {
+						body = strings.NewReader(bodies[method])
+					}
+					var res *http.Response
+					var raw []byte
+					if body != nil {
+						res, raw = g.do(t, method, "/api/v1/"+r.kind+"/"+id.id, key, body, http.Header{"Content-Type": {"application/json"}})
+					} else {
+						res, raw = g.do(t, method, "/api/v1/"+r.kind+"/"+id.id, key, nil, nil)
+					}
+					want := http.StatusForbidden
+					switch {
+					case who != "management":
+					case id.name == "own":
+						want = http.StatusOK
+					default:
+						want = http.StatusNotFound
+					}
+					if res.StatusCode != want {
+						t.Errorf("%s %s/%s (%s) with a %s key: %d %s, want %d", method, r.kind, id.name, id.id, who, res.StatusCode, raw, want)
+					}
+					answers[id.name] = string(raw)
+				}
+				if answers["other"] != answers["unknown"] {
+					t.Errorf("%s %s with a %s key: another user's id answers %s, an unknown one %s", method, r.kind, who, answers["other"], answers["unknown"])
+				}
+			}
+		}
+	}
+	// Bob's keys were not touched by any of it.
+	if k, err := bob.GetKey(ctx, bobKey); err != nil || k.Name != "target" {
+		t.Fatalf("bob's key after the probes: %+v, %v", k, err)
+	}
+	if p, err := bob.GetProviderKey(ctx, bobProvider); err != nil || p.Name != nil {
+		t.Fatalf("bob's provider key after the probes: %+v, %v", p, err)
+	}
+}
