@@ -31,6 +31,9 @@ type Store interface {
 	SweepReservations(ctx context.Context, limit int) (int, error)
 	// SweepIdempotency deletes at most limit expired idempotency records.
 	SweepIdempotency(ctx context.Context, limit int) (int, error)
+	// SweepKeyChanges deletes at most limit entries of the key change log
+	// that every replica has read.
+	SweepKeyChanges(ctx context.Context, limit int) (int, error)
 	// KnownObjects returns which of keys are the object of a file record
 	// on backend.
 	KnownObjects(ctx context.Context, backend string, keys []string) (map[string]bool, error)
@@ -76,6 +79,7 @@ type Sweeper struct {
 const (
 	KindReservation = "reservation"
 	KindIdempotency = "idempotency_record"
+	KindKeyChange   = "key_change"
 	KindObject      = "object_without_record"
 	KindPending     = "unfinished_upload"
 	KindMissing     = "record_without_object" // reported, never removed
@@ -90,7 +94,7 @@ func New(cfg Config, store Store, bucket storage.Bucket, log *slog.Logger, reg p
 		cfg: cfg, store: store, bucket: bucket, log: log, now: time.Now,
 		removed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_sweeper_removed_total",
-			Help: "What the sweeper removed, by kind: reservation, idempotency_record, object_without_record, unfinished_upload.",
+			Help: "What the sweeper removed, by kind: reservation, idempotency_record, key_change, object_without_record, unfinished_upload.",
 		}, []string{"kind"}),
 		missing: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_sweeper_missing_objects_total",
@@ -109,8 +113,8 @@ func New(cfg Config, store Store, bucket storage.Bucket, log *slog.Logger, reg p
 
 // Result counts what one pass did.
 type Result struct {
-	Reservations, IdempotencyRecords, Objects, Pending, Missing int
-	Errors                                                      int
+	Reservations, IdempotencyRecords, KeyChanges, Objects, Pending, Missing int
+	Errors                                                                  int
 }
 
 // Run sweeps every Interval (jittered) until ctx ends.
@@ -136,6 +140,7 @@ func (s *Sweeper) Sweep(ctx context.Context) Result {
 	var r Result
 	r.Reservations = s.count(KindReservation, &r, func() (int, error) { return s.store.SweepReservations(ctx, s.cfg.Batch) })
 	r.IdempotencyRecords = s.count(KindIdempotency, &r, func() (int, error) { return s.store.SweepIdempotency(ctx, s.cfg.Batch) })
+	r.KeyChanges = s.count(KindKeyChange, &r, func() (int, error) { return s.store.SweepKeyChanges(ctx, s.cfg.Batch) })
 	if ps, ok := s.bucket.(storage.PendingSweeper); ok {
 		r.Pending = s.count(KindPending, &r, func() (int, error) {
 			return ps.AbortPending(ctx, s.now().Add(-s.cfg.Grace), s.cfg.Batch)

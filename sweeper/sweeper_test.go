@@ -22,7 +22,7 @@ import (
 
 // fakeStore keeps counts of expired rows and the file records.
 type fakeStore struct {
-	expiredReservations, expiredIdempotency int
+	expiredReservations, expiredIdempotency, oldKeyChanges int
 	records                                 []files.Record // sorted by id
 	err                                     error
 }
@@ -42,6 +42,10 @@ func (s *fakeStore) SweepReservations(_ context.Context, limit int) (int, error)
 
 func (s *fakeStore) SweepIdempotency(_ context.Context, limit int) (int, error) {
 	return s.take(&s.expiredIdempotency, limit)
+}
+
+func (s *fakeStore) SweepKeyChanges(_ context.Context, limit int) (int, error) {
+	return s.take(&s.oldKeyChanges, limit)
 }
 
 func (s *fakeStore) KnownObjects(_ context.Context, backend string, keys []string) (map[string]bool, error) {
@@ -208,20 +212,20 @@ func (r *rig) removed(kind string) float64 {
 
 func TestSweepRemovesExpiredRows(t *testing.T) {
 	r := newRig(t, 10)
-	r.store.expiredReservations, r.store.expiredIdempotency = 25, 3
+	r.store.expiredReservations, r.store.expiredIdempotency, r.store.oldKeyChanges = 25, 3, 12
 	var got []Result
 	for range 4 {
 		got = append(got, r.s.Sweep(t.Context()))
 	}
-	var res, idem []int
+	var res, idem, changes []int
 	for _, g := range got {
-		res, idem = append(res, g.Reservations), append(idem, g.IdempotencyRecords)
+		res, idem, changes = append(res, g.Reservations), append(idem, g.IdempotencyRecords), append(changes, g.KeyChanges)
 	}
-	if !slices.Equal(res, []int{10, 10, 5, 0}) || !slices.Equal(idem, []int{3, 0, 0, 0}) {
-		t.Errorf("per pass: reservations %v, idempotency records %v; want batches of at most 10", res, idem)
+	if !slices.Equal(res, []int{10, 10, 5, 0}) || !slices.Equal(idem, []int{3, 0, 0, 0}) || !slices.Equal(changes, []int{10, 2, 0, 0}) {
+		t.Errorf("per pass: reservations %v, idempotency records %v, key changes %v; want batches of at most 10", res, idem, changes)
 	}
-	if r.removed(KindReservation) != 25 || r.removed(KindIdempotency) != 3 {
-		t.Errorf("metrics: %v reservations, %v idempotency records", r.removed(KindReservation), r.removed(KindIdempotency))
+	if r.removed(KindReservation) != 25 || r.removed(KindIdempotency) != 3 || r.removed(KindKeyChange) != 12 {
+		t.Errorf("metrics: %v reservations, %v idempotency records, %v key changes", r.removed(KindReservation), r.removed(KindIdempotency), r.removed(KindKeyChange))
 	}
 }
 
