@@ -1,0 +1,216 @@
+package spend
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aigateway/gateway/internal/jsonobj"
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/money"
+)
+
+// Limits of a batch of reports.
+const (
+	MaxBatch      = 1000
+	MaxReportAge  = 35 * 24 * time.Hour
+	maxReportID   = 128
+	maxClockAhead = time.Minute // components' clocks may run a little ahead of this one's
+)
+
+// Report is one billed request's cost, as a component reports it.
+type Report struct {
+	ID    string
+	KeyID string
+	Cost  money.Micros
+	BYOK  bool
+	At    time.Time
+}
+
+// ErrInvalid: a batch of reports is invalid; *InvalidError names the first
+// problem by index and field.
+var ErrInvalid = errors.New("invalid usage report")
+
+// InvalidError names what is wrong with a batch: the field path, such as
+// "reports[3].cost" (or "cost" for a single report), and the problem.
+type InvalidError struct {
+	Field, Problem string
+}
+
+func (e *InvalidError) Error() string { return "invalid usage report: " + e.Field + ": " + e.Problem }
+
+// Unwrap makes errors.Is(err, ErrInvalid) hold.
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// ParseBatch decodes the body of POST /usage: {"reports": [Report…]}, 1 to
+// MaxBatch of them, strictly; all or nothing. A duplicate id within the
+// batch is refused. now bounds "at" (35 days back, not ahead).
+func ParseBatch(body []byte, now time.Time) ([]Report, error) {
+	var raw json.RawMessage
+	var bad *InvalidError
+	err := jsonobj.Walk(body, func(key string, v json.RawMessage) {
+		if key != "reports" {
+			if bad == nil {
+				bad = &InvalidError{key, "unknown field"}
+			}
+			return
+		}
+		raw = v
+	})
+	if err := documentError(err); err != nil {
+		return nil, err
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	if raw == nil {
+		return nil, &InvalidError{"reports", "required"}
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, &InvalidError{"reports", "must be an array"}
+	}
+	if len(items) == 0 || len(items) > MaxBatch {
+		return nil, &InvalidError{"reports", fmt.Sprintf("must hold 1 to %d reports", MaxBatch)}
+	}
+	out := make([]Report, len(items))
+	seen := make(map[string]int, len(items))
+	for i, item := range items {
+		prefix := fmt.Sprintf("reports[%d].", i)
+		r, err := parseReport(item, now, true, prefix)
+		if err != nil {
+			return nil, err
+		}
+		if j, dup := seen[r.ID]; dup {
+			return nil, &InvalidError{prefix + "id", fmt.Sprintf("repeats the id of reports[%d]", j)}
+		}
+		seen[r.ID] = i
+		out[i] = r
+	}
+	return out, nil
+}
+
+// ParseOne decodes the body of POST /keys/{hash}/usage: one report of that
+// key, without its "key" field.
+func ParseOne(body []byte, keyID string, now time.Time) (Report, error) {
+	r, err := parseReport(body, now, false, "")
+	r.KeyID = keyID
+	return r, err
+}
+
+func parseReport(body []byte, now time.Time, withKey bool, prefix string) (Report, error) {
+	var (
+		r            Report
+		bad          *InvalidError
+		id, key, cst bool
+	)
+	fail := func(field, problem string) {
+		if bad == nil {
+			bad = &InvalidError{prefix + field, problem}
+		}
+	}
+	err := jsonobj.Walk(body, func(name string, v json.RawMessage) {
+		switch {
+		case name == "id":
+			id = true
+			if json.Unmarshal(v, &r.ID) != nil || r.ID == "" || len(r.ID) > maxReportID || strings.ContainsFunc(r.ID, notPrintable) {
+				fail("id", "must be 1 to 128 printable ASCII characters")
+			}
+		case name == "key" && withKey:
+			key = true
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				fail("key", "must be a key hash")
+			} else if _, ok := keys.ParseID(s); !ok {
+				fail("key", "must be a key hash (16 hexadecimal characters)")
+			}
+			r.KeyID = s
+		case name == "cost":
+			cst = true
+			var n json.Number
+			if v[0] == '"' || json.Unmarshal(v, &n) != nil {
+				fail("cost", "must be a number")
+				return
+			}
+			m, err := money.Parse(n.String())
+			switch {
+			case errors.Is(err, money.ErrPrecision):
+				fail("cost", "must have at most 6 decimals")
+			case err != nil:
+				fail("cost", "must be a number in range")
+			case m < 0:
+				fail("cost", "must be 0 or more")
+			}
+			r.Cost = m
+		case name == "byok":
+			if json.Unmarshal(v, &r.BYOK) != nil || jsonobj.IsNull(v) {
+				fail("byok", "must be true or false")
+			}
+		case name == "at":
+			if jsonobj.IsNull(v) {
+				return
+			}
+			var s string
+			t, err := time.Time{}, json.Unmarshal(v, &s)
+			if err == nil {
+				t, err = time.Parse(time.RFC3339Nano, s)
+			}
+			switch {
+			case err != nil:
+				fail("at", "must be an ISO 8601 UTC time")
+			case t.After(now.Add(maxClockAhead)):
+				fail("at", "must not be in the future")
+			case t.Before(now.Add(-MaxReportAge)):
+				fail("at", "must be at most 35 days old")
+			}
+			r.At = t.UTC()
+		default:
+			fail(name, "unknown field")
+		}
+	})
+	if err := documentError(err); err != nil {
+		ie := err.(*InvalidError)
+		if prefix != "" { // name the report: reports[3] (its body), reports[3].id (a key in it)
+			if ie.Field == "body" {
+				ie.Field = strings.TrimSuffix(prefix, ".")
+			} else {
+				ie.Field = prefix + ie.Field
+			}
+		}
+		return r, ie
+	}
+	if bad != nil {
+		return r, bad
+	}
+	for _, req := range []struct {
+		set   bool
+		field string
+	}{{id, "id"}, {key || !withKey, "key"}, {cst, "cost"}} {
+		if !req.set {
+			return r, &InvalidError{prefix + req.field, "required"}
+		}
+	}
+	if r.At.IsZero() {
+		r.At = now.UTC()
+	}
+	return r, nil
+}
+
+func notPrintable(r rune) bool { return r < 0x21 || r > 0x7e }
+
+// documentError turns a problem of the JSON document into an
+// *InvalidError of its own field ("body", or the duplicated key); nil stays
+// nil.
+func documentError(err error) error {
+	var dup *jsonobj.DuplicateError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &dup):
+		return &InvalidError{dup.Key, "duplicate key"}
+	default:
+		return &InvalidError{"body", err.Error()}
+	}
+}
