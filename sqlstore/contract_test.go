@@ -67,6 +67,9 @@ func runContract(t *testing.T, b backend) {
 		{"ProviderKeys", testProviderKeys},
 		{"ProviderKeys/Choice", testProviderKeyChoice},
 		{"ProviderKeys/Migrate", testProviderKeysMigrate},
+		{"Usage/Record", testUsageRecord},
+		{"Usage/Budgets", testBudgets},
+		{"Usage/KeyStanding", testKeyStanding},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

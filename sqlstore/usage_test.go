@@ -1,0 +1,183 @@
+package sqlstore
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/money"
+	"github.com/aigateway/gateway/spend"
+)
+
+// testUsageRecord: reports are stored once by (user, id), also when the
+// same batch arrives at two replicas at once, and summed exactly per day.
+func testUsageRecord(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	ws := mustWorkspace(t, s, "alice", "team")
+	k := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, time.Now())
+	day := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	batch := func(prefix string, n int, at time.Time) []spend.Recorded {
+		out := make([]spend.Recorded, n)
+		for i := range out {
+			out[i] = spend.Recorded{UserID: "alice", WorkspaceID: ws.ID, Report: spend.Report{
+				ID: fmt.Sprintf("%s-%04d", prefix, i), KeyID: k.ID, Cost: 1, BYOK: i%2 == 0, At: at}}
+		}
+		return out
+	}
+	// 1,000 reports of a millionth: exactly one thousandth, twice at once.
+	var wg sync.WaitGroup
+	accepted := make([]int, 2)
+	for i := range accepted {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := s.RecordUsage(ctx, batch("a", 1000, day))
+			if err != nil {
+				t.Error(err)
+			}
+			accepted[i] = n
+		}()
+	}
+	wg.Wait()
+	if accepted[0]+accepted[1] != 1000 {
+		t.Fatalf("the same batch sent twice at once was accepted %v times, want 1000 in all", accepted)
+	}
+	if n, err := s.RecordUsage(ctx, batch("a", 1000, day)); err != nil || n != 0 {
+		t.Fatalf("replayed: %d accepted, %v", n, err)
+	}
+	// Yesterday and last month count in the lifetime only.
+	if _, err := s.RecordUsage(ctx, batch("y", 10, day.AddDate(0, 0, -1))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecordUsage(ctx, batch("m", 100, day.AddDate(0, -1, 0))); err != nil {
+		t.Fatal(err)
+	}
+	usage, err := s.KeyUsage(ctx, []string{k.ID, "0000000000000000"}, spend.WindowsAt(day))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := spend.Usage{Total: 1110, Daily: 1000, Weekly: 1010, Monthly: 1010, BYOKTotal: 555, BYOKDaily: 500, BYOKWeekly: 505, BYOKMonthly: 505}
+	if got := usage[k.ID]; got != want {
+		t.Fatalf("usage = %+v\nwant %+v", got, want)
+	}
+	if _, ok := usage["0000000000000000"]; ok {
+		t.Error("a key without reports has usage")
+	}
+	// Another user's report of the same id is another report.
+	mustUser(t, s, "bob")
+	other := batch("a", 1, day)
+	other[0].UserID = "bob"
+	if n, err := s.RecordUsage(ctx, other); err != nil || n != 1 {
+		t.Fatalf("bob's report with alice's id: %d, %v", n, err)
+	}
+	known, err := s.KeysOf(ctx, "alice", []string{k.ID, k.ID, "0000000000000001"})
+	if err != nil || len(known) != 1 || known[k.ID] != ws.ID {
+		t.Fatalf("KeysOf = %v, %v", known, err)
+	}
+	if known, err := s.KeysOf(ctx, "bob", []string{k.ID}); err != nil || len(known) != 0 {
+		t.Fatalf("bob sees alice's key: %v, %v", known, err)
+	}
+}
+
+// testBudgets: budgets per interval, the order checked under the lock, the
+// standings the refresher reads.
+func testBudgets(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	ws := mustWorkspace(t, s, "alice", "team")
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	put := func(iv spend.Interval, limit money.Micros, byok *bool) (spend.Budget, bool, error) {
+		return s.PutBudget(ctx, spend.Budget{ID: uuid.NewString(), WorkspaceID: ws.ID, Interval: iv, Limit: limit, CreatedAt: at, UpdatedAt: at},
+			byok, func(set map[spend.Interval]money.Micros) error { return spend.CheckOrder(set, iv, limit) })
+	}
+	first, created, err := put(spend.Weekly, 100, nil)
+	if err != nil || !created {
+		t.Fatalf("create: %v %v", created, err)
+	}
+	yes := true
+	again, created, err := put(spend.Weekly, 150, &yes)
+	if err != nil || created || again.ID != first.ID || again.Limit != 150 {
+		t.Fatalf("replace: %+v %v %v", again, created, err)
+	}
+	if _, _, err := put(spend.Daily, 150, nil); !errors.Is(err, spend.ErrOrder) {
+		t.Fatalf("daily = weekly: %v, want ErrOrder", err)
+	}
+	if _, _, err := put(spend.Lifetime, 1000, nil); err != nil {
+		t.Fatal(err)
+	}
+	list, byok, err := s.Budgets(ctx, ws.ID)
+	if err != nil || len(list) != 2 || !byok {
+		t.Fatalf("budgets: %+v, %v, %v", list, byok, err)
+	}
+	if err := s.DeleteBudget(ctx, ws.ID, spend.Daily); !errors.Is(err, spend.ErrNoBudget) {
+		t.Fatalf("delete a budget never set: %v", err)
+	}
+
+	k := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, at)
+	if _, err := s.RecordUsage(ctx, []spend.Recorded{{UserID: "alice", WorkspaceID: ws.ID,
+		Report: spend.Report{ID: "r1", KeyID: k.ID, Cost: 150, At: at}}}); err != nil {
+		t.Fatal(err)
+	}
+	limit := money.Micros(150)
+	if _, err := s.UpdateKey(ctx, "alice", k.ID, keys.UpdateRequest{Limit: keys.Optional[*money.Micros]{Set: true, Value: &limit}}, at); err != nil {
+		t.Fatal(err)
+	}
+	// A deleted key's usage still counts toward its workspace's budgets.
+	if err := s.DeleteKey(ctx, "alice", k.ID, at); err != nil {
+		t.Fatal(err)
+	}
+	ks, bs, err := s.Standings(ctx, spend.WindowsAt(at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ks) != 0 {
+		t.Errorf("a deleted key stands: %+v", ks)
+	}
+	snap := spend.NewSnapshot(spend.WindowsAt(at), ks, bs)
+	if err := snap.Decide(&keys.APIKey{ID: "x", WorkspaceID: ws.ID}); !errors.Is(err, spend.ErrBudget) {
+		t.Errorf("workspace at its weekly budget: %v (standings %+v)", err, bs)
+	}
+	if err := s.DeleteBudget(ctx, ws.ID, spend.Weekly); err != nil {
+		t.Fatal(err)
+	}
+	_, bs, _ = s.Standings(ctx, spend.WindowsAt(at))
+	if err := spend.NewSnapshot(spend.WindowsAt(at), nil, bs).Decide(&keys.APIKey{ID: "x", WorkspaceID: ws.ID}); err != nil {
+		t.Errorf("after the budget's delete: %v", err)
+	}
+}
+
+// testKeyStanding: a key with a limit stands with its usage.
+func testKeyStanding(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	k := mustRoleKey(t, s, "alice", keys.RoleStandard, "", at)
+	limit := money.Micros(2_500_000)
+	if _, err := s.UpdateKey(ctx, "alice", k.ID, keys.UpdateRequest{
+		Limit:      keys.Optional[*money.Micros]{Set: true, Value: &limit},
+		LimitReset: keys.Optional[keys.Reset]{Set: true, Value: keys.ResetDaily}}, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecordUsage(ctx, []spend.Recorded{{UserID: "alice",
+		Report: spend.Report{ID: "r1", KeyID: k.ID, Cost: 2_500_000, At: at}}}); err != nil {
+		t.Fatal(err)
+	}
+	ks, _, err := s.Standings(ctx, spend.WindowsAt(at))
+	if err != nil || len(ks) != 1 || ks[0].Limit != limit || ks[0].Usage.Daily != 2_500_000 || ks[0].Reset != keys.ResetDaily {
+		t.Fatalf("standings: %+v, %v", ks, err)
+	}
+	// Tomorrow the daily window is empty again.
+	ks, _, _ = s.Standings(ctx, spend.WindowsAt(at.AddDate(0, 0, 1)))
+	if len(ks) != 1 || ks[0].Usage.Daily != 0 || ks[0].Usage.Total != 2_500_000 {
+		t.Fatalf("tomorrow: %+v", ks)
+	}
+}
