@@ -13,6 +13,7 @@ import (
 	"github.com/aigateway/gateway/files/sniff"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/limits"
+	"github.com/aigateway/gateway/spend"
 	"github.com/aigateway/gateway/storage"
 	"github.com/aigateway/gateway/workspace"
 	"go.uber.org/zap"
@@ -41,6 +42,9 @@ const (
 	msgManagementOnly     = "Only management keys can perform this operation"
 	msgReadOnlyKey        = "Service keys can only look up models and read files"
 	msgManagedByCLI       = "Manage this key with the CLI"
+	msgServiceOnly        = "Only service keys can report usage"
+	msgKeyLimit           = "Key limit exceeded"
+	msgBudget             = "Workspace budget exceeded"
 	msgNotFound           = "Resource not found"
 	msgMethodNotAllowed   = "Method not allowed"
 	msgConflict           = "Resource already exists"
@@ -73,6 +77,10 @@ var errorTable = []errorKind{
 	{keys.ErrInvalidKey, http.StatusUnauthorized, msgInvalidAuth},
 	{keys.ErrReadOnlyKey, http.StatusForbidden, msgReadOnlyKey},
 	{keys.ErrManagedByCLI, http.StatusForbidden, msgManagedByCLI},
+	{spend.ErrNotServiceKey, http.StatusForbidden, msgServiceOnly},
+	{spend.ErrKeyLimit, http.StatusPaymentRequired, msgKeyLimit},
+	{spend.ErrBudget, http.StatusPaymentRequired, msgBudget},
+	{spend.ErrNoBudget, http.StatusNotFound, msgNotFound},
 	{keys.ErrKeyNotFound, http.StatusNotFound, msgNotFound},
 	{keys.ErrProviderKeyNotFound, http.StatusNotFound, msgNotFound},
 	{keys.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, msgIdempotencyReused},

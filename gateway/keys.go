@@ -119,7 +119,11 @@ func (a *API) getKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return keyError(err)
 	}
-	writeJSON(w, http.StatusOK, keyData{viewKey(&k)})
+	v, err := a.viewKeyWithUsage(r.Context(), &k)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, keyData{v})
 	return nil
 }
 
@@ -135,9 +139,9 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return keyError(err)
 	}
-	views := make([]keyView, len(page))
-	for i := range page {
-		views[i] = viewKey(&page[i])
+	views, err := a.viewKeysWithUsage(r.Context(), page)
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Data []keyView `json:"data"`
@@ -199,7 +203,11 @@ func (a *API) updateKey(w http.ResponseWriter, r *http.Request) error {
 	a.forgetKey(k.ID)
 	a.log.Info("api key updated", zap.String("key_id", k.ID), zap.String("actor_key_id", actor.ID),
 		zap.Bool("disabled", k.Disabled))
-	writeJSON(w, http.StatusOK, keyData{viewKey(&k)})
+	v, err := a.viewKeyWithUsage(r.Context(), &k)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, keyData{v})
 	return nil
 }
 
@@ -235,7 +243,10 @@ func (a *API) forgetKey(id string) {
 // currentKey answers GET /key: the calling key's own view, for any role.
 func (a *API) currentKey(w http.ResponseWriter, r *http.Request) error {
 	k := keyOf(w)
-	v := viewKey(k)
+	v, err := a.viewKeyWithUsage(r.Context(), k)
+	if err != nil {
+		return err
+	}
 	var rate rateLimitView
 	if a.limits != nil {
 		rate = viewRate(a.limits.limit(limits.ClassDefault))

@@ -35,7 +35,11 @@ type Options struct {
 	Keys       KeyManager
 	// ProviderKeys serves /byok.
 	ProviderKeys ProviderKeyManager
-	Files        FileService
+	// Spend serves /usage and the budget routes; SpendGuard refuses keys
+	// over their limit or budget (402). Either may be nil.
+	Spend      SpendService
+	SpendGuard SpendGuard
+	Files      FileService
 	// FileReader serves the list, metadata, delete and download routes.
 	FileReader     FileReader
 	Limits         *RateLimits
@@ -70,6 +74,9 @@ type API struct {
 	keys       KeyManager
 	// providerKeys serves /byok.
 	providerKeys ProviderKeyManager
+	spend        SpendService
+	spendGuard   SpendGuard
+	spendMetrics *spendMetrics
 	files        FileService
 	reader       FileReader
 	limits       *RateLimits
@@ -104,6 +111,9 @@ func New(o Options) *API {
 		workspaces:    o.Workspaces,
 		keys:          o.Keys,
 		providerKeys:  o.ProviderKeys,
+		spend:         o.Spend,
+		spendGuard:    o.SpendGuard,
+		spendMetrics:  newSpendMetrics(reg),
 		files:         o.Files,
 		reader:        o.FileReader,
 		limits:        o.Limits,
@@ -149,36 +159,48 @@ func (a *API) Handler() http.Handler {
 		r.Use(a.authenticate)
 		r.Use(a.rateLimit(limits.ClassDefault))
 
-		r.Get(apiPrefix+"/model/{author}/{slug}", a.adapt(a.getModel))
-		r.Get(apiPrefix+"/models", a.adapt(a.listModels))
+		// A key refused for spend can still read its own standing.
 		r.Get(apiPrefix+"/key", a.adapt(a.currentKey))
 
 		r.Group(func(r chi.Router) {
-			r.Use(a.managementOnly)
-			r.Post(apiPrefix+"/workspaces", a.adapt(a.createWorkspace))
-			r.Get(apiPrefix+"/workspaces", a.adapt(a.listWorkspaces))
-			r.Get(apiPrefix+"/workspaces/{id}", a.adapt(a.getWorkspace))
-			r.Patch(apiPrefix+"/workspaces/{id}", a.adapt(a.updateWorkspace))
-			r.Delete(apiPrefix+"/workspaces/{id}", a.adapt(a.deleteWorkspace))
-			r.Post(apiPrefix+"/keys", a.adapt(a.createKey))
-			r.Get(apiPrefix+"/keys", a.adapt(a.listKeys))
-			r.Get(apiPrefix+"/keys/{hash}", a.adapt(a.getKey))
-			r.Patch(apiPrefix+"/keys/{hash}", a.adapt(a.updateKey))
-			r.Delete(apiPrefix+"/keys/{hash}", a.adapt(a.deleteKey))
-			r.Post(apiPrefix+"/byok", a.adapt(a.createProviderKey))
-			r.Get(apiPrefix+"/byok", a.adapt(a.listProviderKeys))
-			r.Get(apiPrefix+"/byok/{id}", a.adapt(a.getProviderKey))
-			r.Patch(apiPrefix+"/byok/{id}", a.adapt(a.updateProviderKey))
-			r.Delete(apiPrefix+"/byok/{id}", a.adapt(a.deleteProviderKey))
-		})
+			r.Use(a.enforceSpend)
+			r.Get(apiPrefix+"/model/{author}/{slug}", a.adapt(a.getModel))
+			r.Get(apiPrefix+"/models", a.adapt(a.listModels))
+			// Service keys report what the requests they ran cost.
+			r.Post(apiPrefix+"/usage", a.adapt(a.reportUsage))
+			r.Post(apiPrefix+"/keys/{hash}/usage", a.adapt(a.reportKeyUsage))
 
-		r.Group(func(r chi.Router) {
-			r.Use(a.rateLimit(limits.ClassFiles))
-			r.Post(apiPrefix+"/files", a.adapt(a.uploadFile))
-			r.Get(apiPrefix+"/files", a.adapt(a.listFiles))
-			r.Get(apiPrefix+"/files/{id}", a.adapt(a.getFile))
-			r.Delete(apiPrefix+"/files/{id}", a.adapt(a.deleteFile))
-			r.Get(apiPrefix+"/files/{id}/content", a.adapt(a.fileContent))
+			r.Group(func(r chi.Router) {
+				r.Use(a.managementOnly)
+				r.Post(apiPrefix+"/workspaces", a.adapt(a.createWorkspace))
+				r.Get(apiPrefix+"/workspaces", a.adapt(a.listWorkspaces))
+				r.Get(apiPrefix+"/workspaces/{id}", a.adapt(a.getWorkspace))
+				r.Patch(apiPrefix+"/workspaces/{id}", a.adapt(a.updateWorkspace))
+				r.Delete(apiPrefix+"/workspaces/{id}", a.adapt(a.deleteWorkspace))
+				r.Get(apiPrefix+"/workspaces/{id}/budgets", a.adapt(a.listBudgets))
+				r.Get(apiPrefix+"/workspaces/{id}/budgets/{interval}", a.adapt(a.getBudget))
+				r.Put(apiPrefix+"/workspaces/{id}/budgets/{interval}", a.adapt(a.putBudget))
+				r.Delete(apiPrefix+"/workspaces/{id}/budgets/{interval}", a.adapt(a.deleteBudget))
+				r.Post(apiPrefix+"/keys", a.adapt(a.createKey))
+				r.Get(apiPrefix+"/keys", a.adapt(a.listKeys))
+				r.Get(apiPrefix+"/keys/{hash}", a.adapt(a.getKey))
+				r.Patch(apiPrefix+"/keys/{hash}", a.adapt(a.updateKey))
+				r.Delete(apiPrefix+"/keys/{hash}", a.adapt(a.deleteKey))
+				r.Post(apiPrefix+"/byok", a.adapt(a.createProviderKey))
+				r.Get(apiPrefix+"/byok", a.adapt(a.listProviderKeys))
+				r.Get(apiPrefix+"/byok/{id}", a.adapt(a.getProviderKey))
+				r.Patch(apiPrefix+"/byok/{id}", a.adapt(a.updateProviderKey))
+				r.Delete(apiPrefix+"/byok/{id}", a.adapt(a.deleteProviderKey))
+			})
+
+			r.Group(func(r chi.Router) {
+				r.Use(a.rateLimit(limits.ClassFiles))
+				r.Post(apiPrefix+"/files", a.adapt(a.uploadFile))
+				r.Get(apiPrefix+"/files", a.adapt(a.listFiles))
+				r.Get(apiPrefix+"/files/{id}", a.adapt(a.getFile))
+				r.Delete(apiPrefix+"/files/{id}", a.adapt(a.deleteFile))
+				r.Get(apiPrefix+"/files/{id}/content", a.adapt(a.fileContent))
+			})
 		})
 	})
 	return r

@@ -23,6 +23,7 @@ import (
 	"github.com/aigateway/gateway/storage/fs"
 	"github.com/aigateway/gateway/storage/gcs"
 	"github.com/aigateway/gateway/storage/s3"
+	"github.com/aigateway/gateway/spend"
 	"github.com/aigateway/gateway/sweeper"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/prometheus/client_golang/prometheus"
@@ -171,6 +172,21 @@ func (a *App) build(ctx context.Context) error {
 	go func() { revoker.Run(revokeCtx); close(revoking) }()
 	a.closers = append(a.closers, func() error { stopRevoking(); <-revoking; return nil })
 
+	// What is spent is decided from this replica's own view, refreshed in
+	// the background from the metadata store: no round trip per request,
+	// and the last view stays while the store is out of reach.
+	enforcer := &spend.Enforcer{Store: st, OnHealth: func(err error) {
+		if err != nil {
+			log.Warn("refreshing spend limits failed; enforcing the last known state", zap.Error(err))
+			return
+		}
+		log.Info("refreshing spend limits works again")
+	}}
+	enforceCtx, stopEnforcing := context.WithCancel(context.Background())
+	enforcing := make(chan struct{})
+	go func() { enforcer.Run(enforceCtx); close(enforcing) }()
+	a.closers = append(a.closers, func() error { stopEnforcing(); <-enforcing; return nil })
+
 	a.api = gateway.New(gateway.Options{
 		Log:             log,
 		AccessLog:       a.accessLog(reg),
@@ -179,6 +195,8 @@ func (a *App) build(ctx context.Context) error {
 		Workspaces:      workspaces,
 		Keys:            keys.NewManager(st, keyWorkspaces{workspaces}, sealer),
 		ProviderKeys:    keys.NewProviderKeys(st, keyWorkspaces{workspaces}, sealer, uuid.NewString),
+		Spend:           spend.NewService(st, uuid.NewString),
+		SpendGuard:      enforcer,
 		Files:           a.files,
 		FileReader:      reader,
 		Limits:          lims.requests,

@@ -1,0 +1,305 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/money"
+	"github.com/aigateway/gateway/spend"
+)
+
+// SpendService is what the usage and budget routes need.
+type SpendService interface {
+	ReportBatch(ctx context.Context, caller *keys.APIKey, body []byte) (spend.Result, error)
+	ReportOne(ctx context.Context, caller *keys.APIKey, keyID string, body []byte) (spend.Result, error)
+	KeyUsage(ctx context.Context, ids []string) (map[string]spend.Usage, error)
+	Budgets(ctx context.Context, workspaceID string) (spend.BudgetView, error)
+	Budget(ctx context.Context, workspaceID string, iv spend.Interval) (spend.Budget, bool, error)
+	PutBudget(ctx context.Context, workspaceID string, iv spend.Interval, body []byte) (spend.Budget, bool, bool, error)
+	DeleteBudget(ctx context.Context, workspaceID string, iv spend.Interval) error
+}
+
+// SpendGuard decides, from replica-local state, whether a key may be
+// served (nil) or is refused for spend (a 402 error).
+type SpendGuard interface {
+	Decide(k *keys.APIKey) error
+}
+
+// spendMetrics counts usage reports and refusals for spend.
+type spendMetrics struct {
+	reports *prometheus.CounterVec // by result: accepted, duplicate, refused
+	refused *prometheus.CounterVec // 402s by reason: key_limit, workspace_budget
+}
+
+func newSpendMetrics(reg prometheus.Registerer) *spendMetrics {
+	m := &spendMetrics{
+		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_usage_reports_total",
+			Help: "Usage reports by result: accepted (counted), duplicate (counted before), refused (in a refused batch).",
+		}, []string{"result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_spend_refusals_total",
+			Help: "Requests refused with 402, by reason: key_limit, workspace_budget.",
+		}, []string{"reason"}),
+	}
+	reg.MustRegister(m.reports, m.refused)
+	return m
+}
+
+// enforceSpend answers 402 for a key over its limit or whose workspace is
+// over a budget, from the guard's replica-local state: no round trip.
+func (a *API) enforceSpend(next http.Handler) http.Handler {
+	if a.spendGuard == nil {
+		return next
+	}
+	keyLimit, budget := a.spendMetrics.refused.WithLabelValues("key_limit"), a.spendMetrics.refused.WithLabelValues("workspace_budget")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if k := keyOf(w); k != nil {
+			if err := a.spendGuard.Decide(k); err != nil {
+				if errors.Is(err, spend.ErrKeyLimit) {
+					keyLimit.Inc()
+				} else {
+					budget.Inc()
+				}
+				writeError(w, r, a.log, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *API) reportUsage(w http.ResponseWriter, r *http.Request) error {
+	if a.spend == nil {
+		return errUnavailable
+	}
+	body, _, err := readWorkspaceRequest(w, r)
+	if err != nil {
+		return err
+	}
+	res, err := a.spend.ReportBatch(r.Context(), keyOf(w), body)
+	if err != nil {
+		return a.usageError(err)
+	}
+	a.countReports(res)
+	writeJSON(w, http.StatusOK, struct {
+		Data usageAnswer `json:"data"`
+	}{usageAnswer{res.Accepted, res.Duplicates}})
+	return nil
+}
+
+type usageAnswer struct {
+	Accepted   int `json:"accepted"`
+	Duplicates int `json:"duplicates"`
+}
+
+func (a *API) reportKeyUsage(w http.ResponseWriter, r *http.Request) error {
+	if a.spend == nil || a.keys == nil {
+		return errUnavailable
+	}
+	id, err := pathSegment(r, "hash")
+	if err != nil {
+		return err
+	}
+	body, _, err := readWorkspaceRequest(w, r)
+	if err != nil {
+		return err
+	}
+	caller := keyOf(w)
+	res, err := a.spend.ReportOne(r.Context(), caller, id, body)
+	if err != nil {
+		return a.usageError(err)
+	}
+	a.countReports(res)
+	k, err := a.keys.Get(r.Context(), caller.UserID, id)
+	if err != nil {
+		return err
+	}
+	v, err := a.viewKeyWithUsage(r.Context(), &k)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, keyData{v})
+	return nil
+}
+
+func (a *API) countReports(res spend.Result) {
+	a.spendMetrics.reports.WithLabelValues("accepted").Add(float64(res.Accepted))
+	a.spendMetrics.reports.WithLabelValues("duplicate").Add(float64(res.Duplicates))
+}
+
+// usageError counts a refused batch and names the report at fault.
+func (a *API) usageError(err error) error {
+	var bad *spend.InvalidError
+	if errors.As(err, &bad) {
+		a.spendMetrics.reports.WithLabelValues("refused").Inc()
+		return badRequest(map[string]any{bad.Field: bad.Problem})
+	}
+	return err
+}
+
+// viewKeyWithUsage is the Key resource with its usage sums.
+func (a *API) viewKeyWithUsage(ctx context.Context, k *keys.APIKey) (keyView, error) {
+	views, err := a.viewKeysWithUsage(ctx, []keys.APIKey{*k})
+	if err != nil {
+		return keyView{}, err
+	}
+	return views[0], nil
+}
+
+func (a *API) viewKeysWithUsage(ctx context.Context, ks []keys.APIKey) ([]keyView, error) {
+	views := make([]keyView, len(ks))
+	var usage map[string]spend.Usage
+	if a.spend != nil && len(ks) > 0 {
+		ids := make([]string, len(ks))
+		for i := range ks {
+			ids[i] = ks[i].ID
+		}
+		var err error
+		if usage, err = a.spend.KeyUsage(ctx, ids); err != nil {
+			return nil, err
+		}
+	}
+	for i := range ks {
+		u := usage[ks[i].ID]
+		v := viewKey(&ks[i])
+		v.Usage, v.UsageDaily, v.UsageWeekly, v.UsageMonthly = u.Total, u.Daily, u.Weekly, u.Monthly
+		v.BYOKUsage, v.BYOKUsageDaily, v.BYOKUsageWeekly, v.BYOKUsageMonthly = u.BYOKTotal, u.BYOKDaily, u.BYOKWeekly, u.BYOKMonthly
+		v.LimitRemaining = spend.Remaining(&ks[i], u)
+		views[i] = v
+	}
+	return views, nil
+}
+
+// budgetView is the spec's Budget.
+type budgetView struct {
+	ID            string       `json:"id"`
+	WorkspaceID   string       `json:"workspace_id"`
+	LimitUSD      money.Micros `json:"limit_usd"`
+	ResetInterval *string      `json:"reset_interval"`
+	CreatedAt     time.Time    `json:"created_at"`
+	UpdatedAt     time.Time    `json:"updated_at"`
+}
+
+func viewBudget(b spend.Budget) budgetView {
+	v := budgetView{ID: b.ID, WorkspaceID: b.WorkspaceID, LimitUSD: b.Limit, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt}
+	if b.Interval != spend.Lifetime {
+		iv := string(b.Interval)
+		v.ResetInterval = &iv
+	}
+	return v
+}
+
+// budgetTarget resolves the workspace and interval of a budget route.
+func (a *API) budgetTarget(r *http.Request, w http.ResponseWriter, withInterval bool) (string, spend.Interval, error) {
+	if a.spend == nil || a.workspaces == nil {
+		return "", "", errUnavailable
+	}
+	ref, err := pathSegment(r, "id")
+	if err != nil {
+		return "", "", err
+	}
+	var iv spend.Interval
+	if withInterval {
+		s, err := pathSegment(r, "interval")
+		if err != nil {
+			return "", "", err
+		}
+		if iv = spend.Interval(s); !iv.Valid() {
+			return "", "", badRequest(map[string]any{"interval": "must be daily, weekly, monthly or lifetime"})
+		}
+	}
+	ws, err := a.workspaces.Get(r.Context(), keyOf(w).UserID, ref)
+	if err != nil {
+		return "", "", err
+	}
+	return ws.ID, iv, nil
+}
+
+func (a *API) listBudgets(w http.ResponseWriter, r *http.Request) error {
+	ws, _, err := a.budgetTarget(r, w, false)
+	if err != nil {
+		return err
+	}
+	v, err := a.spend.Budgets(r.Context(), ws)
+	if err != nil {
+		return err
+	}
+	out := make([]budgetView, len(v.Budgets))
+	for i, b := range v.Budgets {
+		out[i] = viewBudget(b)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Data        []budgetView `json:"data"`
+		IncludeBYOK bool         `json:"include_byok_in_budgets"`
+	}{out, v.IncludeBYOK})
+	return nil
+}
+
+type budgetData struct {
+	Data        budgetView `json:"data"`
+	IncludeBYOK bool       `json:"include_byok_in_budgets"`
+}
+
+func (a *API) getBudget(w http.ResponseWriter, r *http.Request) error {
+	ws, iv, err := a.budgetTarget(r, w, true)
+	if err != nil {
+		return err
+	}
+	b, byok, err := a.spend.Budget(r.Context(), ws, iv)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, budgetData{viewBudget(b), byok})
+	return nil
+}
+
+func (a *API) putBudget(w http.ResponseWriter, r *http.Request) error {
+	ws, iv, err := a.budgetTarget(r, w, true)
+	if err != nil {
+		return err
+	}
+	body, _, err := readWorkspaceRequest(w, r)
+	if err != nil {
+		return err
+	}
+	b, created, byok, err := a.spend.PutBudget(r.Context(), ws, iv, body)
+	var order *spend.OrderError
+	switch {
+	case errors.As(err, &order):
+		return badRequest(map[string]any{string(order.ConflictsWith): order.Error()})
+	case err != nil:
+		return a.usageError(err)
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	a.log.Info("workspace budget set", zap.String("workspace_id", ws), zap.String("interval", string(iv)),
+		zap.Stringer("limit_usd", b.Limit), zap.String("actor_key_id", keyOf(w).ID))
+	writeJSON(w, status, budgetData{viewBudget(b), byok})
+	return nil
+}
+
+func (a *API) deleteBudget(w http.ResponseWriter, r *http.Request) error {
+	ws, iv, err := a.budgetTarget(r, w, true)
+	if err != nil {
+		return err
+	}
+	if err := a.spend.DeleteBudget(r.Context(), ws, iv); err != nil {
+		return err
+	}
+	a.log.Info("workspace budget deleted", zap.String("workspace_id", ws), zap.String("interval", string(iv)),
+		zap.String("actor_key_id", keyOf(w).ID))
+	writeJSON(w, http.StatusOK, struct {
+		Deleted bool `json:"deleted"`
+	}{true})
+	return nil
+}
+
