@@ -112,6 +112,12 @@ func writeConfigIn(t testing.TB, dir string, cfg config.Config) string {
 // fleetManagementKey creates a management key in the fleet's store.
 func fleetManagementKey(t *testing.T, cfgPath, user string) string {
 	t.Helper()
+	return fleetRoleKey(t, cfgPath, user, keys.RoleManagement)
+}
+
+// fleetRoleKey creates a key of role in the fleet's store, as the CLI does.
+func fleetRoleKey(t *testing.T, cfgPath, user string, role keys.Role) string {
+	t.Helper()
 	cfg, err := app.LoadConfig(cfgPath, testGetenv)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +127,7 @@ func fleetManagementKey(t *testing.T, cfgPath, user string) string {
 		t.Fatalf("open runtime: %v", err)
 	}
 	defer rt.Close()
-	token, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: "admin", User: user, Role: keys.RoleManagement})
+	token, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: string(role), User: user, Role: role})
 	if err != nil {
 		t.Fatal(err)
 	}
