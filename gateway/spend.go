@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -177,6 +178,14 @@ func (a *API) viewKeysWithUsage(ctx context.Context, ks []keys.APIKey) ([]keyVie
 	return views, nil
 }
 
+// generatedServiceSDK reports whether the request comes from the public
+// service's generated SDKs (User-Agent "speakeasy-sdk/<lang> ..."). Their
+// setBudget accepts only a 200, where the contract answers a creation with
+// 201: they get 200 with the same body, everyone else the contract's 201.
+func generatedServiceSDK(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("User-Agent"), "speakeasy-sdk/")
+}
+
 // budgetView is the spec's Budget.
 type budgetView struct {
 	ID            string       `json:"id"`
@@ -278,7 +287,7 @@ func (a *API) putBudget(w http.ResponseWriter, r *http.Request) error {
 		return a.usageError(err)
 	}
 	status := http.StatusOK
-	if created {
+	if created && !generatedServiceSDK(r) {
 		status = http.StatusCreated
 	}
 	a.log.Info("workspace budget set", zap.String("workspace_id", ws), zap.String("interval", string(iv)),

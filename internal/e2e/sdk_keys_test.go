@@ -55,7 +55,9 @@ func TestOfficialSDKKeys(t *testing.T) {
 	}
 	want := []string{"apiKeys.create", "apiKeys.list", "apiKeys.get", "apiKeys.update", "apiKeys.getCurrentKeyMetadata(admin)",
 		"apiKeys.update(enable)", "apiKeys.getCurrentKeyMetadata(own)", "apiKeys.delete",
-		"byok.create", "byok.list", "byok.get", "byok.update", "byok.delete"}
+		"byok.create", "byok.list", "byok.get", "byok.update", "byok.delete",
+		"apiKeys.update(limit)", "workspaces.setBudget", "workspaces.setBudget(lifetime)", "workspaces.getBudget",
+		"workspaces.listBudgets", "workspaces.deleteBudget"}
 	for _, op := range want {
 		if _, ok := results[op]; !ok {
 			t.Errorf("%s did not run or failed", op)
@@ -92,6 +94,17 @@ func TestOfficialSDKKeys(t *testing.T) {
 	}
 	if upd := results["byok.update"].(map[string]any); upd["label"] != "sk-...9999" || upd["name"] != "rotated" {
 		t.Errorf("byok update: %v", upd)
+	}
+	if lim := results["apiKeys.update(limit)"].(map[string]any); lim["limit"] != 2.5 || lim["limitRemaining"] != 2.5 || lim["limitReset"] != "daily" {
+		t.Errorf("limit through apiKeys.update: %v", lim)
+	}
+	set := results["workspaces.setBudget"].(map[string]any)
+	if b, _ := set["data"].(map[string]any); b["limitUsd"] != 10.0 || b["resetInterval"] != "weekly" || set["includeByokInBudgets"] != true {
+		t.Errorf("setBudget: %v", set)
+	}
+	list := results["workspaces.listBudgets"].(map[string]any)
+	if bs, _ := list["data"].([]any); len(bs) != 2 || bs[0].(map[string]any)["resetInterval"] != nil {
+		t.Errorf("listBudgets (lifetime first): %v", list)
 	}
 	// Gone afterwards, as unknown ones.
 	for _, path := range []string{"/api/v1/keys/" + hash, "/api/v1/byok/" + byok["id"].(string)} {

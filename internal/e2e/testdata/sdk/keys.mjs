@@ -42,4 +42,14 @@ if (made) {
   await step('byok.update', async () => (await admin.byok.update({ id: made, updateBYOKKeyRequest: { name: 'rotated', key: 'sk-test-rotated-99999999' } })).data);
   await step('byok.delete', async () => await admin.byok.delete({ id: made }));
 }
+// Spend: a key's limit set through apiKeys.update, and the four budget calls.
+const limited = await admin.apiKeys.create({ requestBody: { name: 'limited' } }).catch(() => null);
+if (limited) {
+  await step('apiKeys.update(limit)', async () => (await admin.apiKeys.update({ hash: limited.data.hash, requestBody: { limit: 2.5, limitReset: 'daily' } })).data);
+}
+await step('workspaces.setBudget', async () => await admin.workspaces.setBudget({ workspaceRef: 'default', interval: 'weekly', upsertWorkspaceBudgetRequest: { limitUsd: 10, includeByokInBudgets: true } }));
+await step('workspaces.setBudget(lifetime)', async () => await admin.workspaces.setBudget({ workspaceRef: 'default', interval: 'lifetime', upsertWorkspaceBudgetRequest: { limitUsd: 100 } }));
+await step('workspaces.getBudget', async () => await admin.workspaces.getBudget({ workspaceRef: 'default', interval: 'weekly' }));
+await step('workspaces.listBudgets', async () => await admin.workspaces.listBudgets({ workspaceRef: 'default' }));
+await step('workspaces.deleteBudget', async () => await admin.workspaces.deleteBudget({ workspaceRef: 'default', interval: 'weekly' }));
 process.stdout.write(JSON.stringify(report));
