@@ -311,4 +311,3 @@ func (a *API) deleteBudget(w http.ResponseWriter, r *http.Request) error {
 	}{true})
 	return nil
 }
-

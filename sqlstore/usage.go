@@ -430,4 +430,3 @@ func (s *Store) DeleteBudget(ctx context.Context, workspaceID string, iv spend.I
 	}
 	return nil
 }
-
