@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -220,4 +221,60 @@ func TestKeyRoutesIDOR(t *testing.T) {
 	if p, err := bob.GetProviderKey(ctx, bobProvider); err != nil || p.Name != nil {
 		t.Fatalf("bob's provider key after the probes: %+v, %v", p, err)
 	}
+}
+
+// TestClientUsage: a component reports usage through the client in batches
+// (2,500 reports: three requests), sent twice; the key's usage is exact to
+// the millionth, BYOK apart; the client's budget calls.
+func TestClientUsage(t *testing.T) {
+	g := startGateway(t, testConfig(t))
+	ctx := context.Background()
+	admin := g.newClient(t, g.newKey(t, "alice", "--management"))
+	svc := g.newClient(t, g.newKey(t, "alice", "--service"))
+	limit := 0.0025
+	k, err := admin.CreateKey(ctx, client.KeyCreate{Name: "metered", Limit: &limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := make([]client.UsageReport, 2500)
+	for i := range reports {
+		reports[i] = client.UsageReport{ID: fmt.Sprintf("req-%05d", i), KeyHash: k.Key.Hash, Cost: 0.000001, BYOK: i%5 == 0}
+	}
+	res, err := svc.ReportUsage(ctx, reports)
+	if err != nil || res.Accepted != 2500 || res.Duplicates != 0 {
+		t.Fatalf("first send: %+v, %v", res, err)
+	}
+	res, err = svc.ReportUsage(ctx, reports)
+	if err != nil || res.Accepted != 0 || res.Duplicates != 2500 {
+		t.Fatalf("second send: %+v, %v", res, err)
+	}
+	got, err := admin.GetKey(ctx, k.Key.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Usage != 0.0025 || got.BYOKUsage != 0.0005 || got.UsageDaily != 0.0025 || got.LimitRemaining == nil || *got.LimitRemaining != 0.0005 {
+		t.Fatalf("usage %+v (remaining %v): want 0.0025, 0.0005 of it BYOK, 0.0005 left (BYOK not counted)", got, *got.LimitRemaining)
+	}
+	_, err = admin.ReportUsage(ctx, reports[:1])
+	apiError(t, err, 403)
+	_, err = svc.ReportUsage(ctx, []client.UsageReport{{ID: "x", KeyHash: "0000000000000000", Cost: 1}})
+	if e := apiError(t, err, 400); !strings.Contains(fmt.Sprint(e.Metadata), "reports[0].key") {
+		t.Errorf("unknown key: %v", e.Metadata)
+	}
+
+	if _, err := admin.SetBudget(ctx, "default", "weekly", 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = admin.SetBudget(ctx, "default", "daily", 10, nil)
+	if e := apiError(t, err, 400); !strings.Contains(fmt.Sprint(e.Metadata), "weekly") {
+		t.Errorf("daily = weekly: %v, want the weekly budget named", e.Metadata)
+	}
+	budgets, _, err := admin.Budgets(ctx, "default")
+	if err != nil || len(budgets) != 1 || *budgets[0].ResetInterval != "weekly" {
+		t.Fatalf("budgets: %+v, %v", budgets, err)
+	}
+	if err := admin.DeleteBudget(ctx, "default", "weekly"); err != nil {
+		t.Fatal(err)
+	}
+	apiError(t, admin.DeleteBudget(ctx, "default", "weekly"), 404)
 }

@@ -1,0 +1,141 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// UsageReport is the cost of one billed request of a key. ID must be unique
+// per report: the gateway counts a report once however often it is sent.
+type UsageReport struct {
+	ID      string `json:"id"`
+	KeyHash string `json:"key"`
+	// Cost in US dollars, at most 6 decimals.
+	Cost float64 `json:"cost"`
+	BYOK bool    `json:"byok,omitempty"`
+	// At is when the request ran; zero: now. At most 35 days old.
+	At time.Time `json:"-"`
+}
+
+// MaxUsageBatch is the most reports the gateway takes in one request.
+const MaxUsageBatch = 1000
+
+// UsageResult counts the reports the gateway counted (Accepted) and those
+// it had counted before (Duplicates).
+type UsageResult struct {
+	Accepted   int `json:"accepted"`
+	Duplicates int `json:"duplicates"`
+}
+
+type usageWire struct {
+	ID      string  `json:"id"`
+	KeyHash string  `json:"key"`
+	Cost    float64 `json:"cost"`
+	BYOK    bool    `json:"byok,omitempty"`
+	At      string  `json:"at,omitempty"`
+}
+
+// ReportUsage sends reports (a service key's call) in batches of up to
+// MaxUsageBatch, in order. Each batch is all or nothing and is retried
+// after a 429 or 503 (reports are counted once by id, so a retry never
+// counts twice). It stops at the first batch refused; the result counts the
+// batches sent before it, and the error says which report was at fault.
+func (c *Client) ReportUsage(ctx context.Context, reports []UsageReport) (UsageResult, error) {
+	var total UsageResult
+	for start := 0; start < len(reports); start += MaxUsageBatch {
+		batch := reports[start:min(start+MaxUsageBatch, len(reports))]
+		wire := make([]usageWire, len(batch))
+		for i, r := range batch {
+			wire[i] = usageWire{ID: r.ID, KeyHash: r.KeyHash, Cost: r.Cost, BYOK: r.BYOK}
+			if !r.At.IsZero() {
+				wire[i].At = r.At.UTC().Format(time.RFC3339Nano)
+			}
+		}
+		body, err := jsonBody(struct {
+			Reports []usageWire `json:"reports"`
+		}{wire})
+		if err != nil {
+			return total, err
+		}
+		resp, err := c.send(ctx, request{method: http.MethodPost, path: "/usage",
+			header: http.Header{"Content-Type": {"application/json"}}, body: body, idempotent: true})
+		if err != nil {
+			return total, fmt.Errorf("client: reports %d to %d: %w", start, start+len(batch)-1, err)
+		}
+		var out struct {
+			Data UsageResult `json:"data"`
+		}
+		if err := decode(resp, &out); err != nil {
+			return total, err
+		}
+		total.Accepted += out.Data.Accepted
+		total.Duplicates += out.Data.Duplicates
+	}
+	return total, nil
+}
+
+// Budget is a workspace's spending cap for one interval.
+type Budget struct {
+	ID          string  `json:"id"`
+	WorkspaceID string  `json:"workspace_id"`
+	LimitUSD    float64 `json:"limit_usd"`
+	// ResetInterval is daily, weekly or monthly; nil for the lifetime one.
+	ResetInterval *string   `json:"reset_interval"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// SetBudget creates or replaces the workspace's budget of interval (daily,
+// weekly, monthly or lifetime); includeBYOK, when not nil, sets whether
+// BYOK usage counts toward all its budgets.
+func (c *Client) SetBudget(ctx context.Context, workspace, interval string, limitUSD float64, includeBYOK *bool) (*Budget, error) {
+	body, err := jsonBody(struct {
+		LimitUSD    float64 `json:"limit_usd"`
+		IncludeBYOK *bool   `json:"include_byok_in_budgets,omitempty"`
+	}{limitUSD, includeBYOK})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, request{method: http.MethodPut, path: budgetPath(workspace, interval),
+		header: http.Header{"Content-Type": {"application/json"}}, body: body, idempotent: true})
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Data Budget `json:"data"`
+	}
+	if err := decode(resp, &out); err != nil {
+		return nil, err
+	}
+	return &out.Data, nil
+}
+
+// Budgets returns the workspace's budgets, lifetime first, and whether BYOK
+// usage counts toward them.
+func (c *Client) Budgets(ctx context.Context, workspace string) ([]Budget, bool, error) {
+	var out struct {
+		Data        []Budget `json:"data"`
+		IncludeBYOK bool     `json:"include_byok_in_budgets"`
+	}
+	if err := c.getJSON(ctx, "/workspaces/"+url.PathEscape(workspace)+"/budgets", nil, &out); err != nil {
+		return nil, false, err
+	}
+	return out.Data, out.IncludeBYOK, nil
+}
+
+// DeleteBudget removes the workspace's budget of interval.
+func (c *Client) DeleteBudget(ctx context.Context, workspace, interval string) error {
+	resp, err := c.send(ctx, request{method: http.MethodDelete, path: budgetPath(workspace, interval), idempotent: true})
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+func budgetPath(workspace, interval string) string {
+	return "/workspaces/" + url.PathEscape(workspace) + "/budgets/" + url.PathEscape(interval)
+}
+
