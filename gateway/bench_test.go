@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/aigateway/gateway/gateway/accesslog"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/limits"
+	"github.com/aigateway/gateway/spend"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -42,6 +44,25 @@ type lookupSetup struct {
 	zapAccessLog bool // the access log through zap instead of accesslog
 	noAccessLog  bool
 	rateLimit    bool
+	// spend: the 402 decision on, with a thousand keys at their limit and
+	// a hundred workspaces over a budget (none of them the caller).
+	spend bool
+}
+
+// spentStandings are the standings of many spent keys and workspaces.
+type spentStandings struct{ spend.Store }
+
+func (spentStandings) Standings(context.Context, spend.Windows) ([]spend.KeyStanding, []spend.BudgetStanding, error) {
+	ks := make([]spend.KeyStanding, 1000)
+	for i := range ks {
+		ks[i] = spend.KeyStanding{KeyID: fmt.Sprintf("%016x", i), Limit: 1, Usage: spend.Usage{Total: 1}}
+	}
+	bs := make([]spend.BudgetStanding, 100)
+	for i := range bs {
+		bs[i] = spend.BudgetStanding{Budget: spend.Budget{WorkspaceID: fmt.Sprintf("ws-%d", i), Interval: spend.Daily, Limit: 1},
+			Usage: spend.Usage{Daily: 1}}
+	}
+	return ks, bs, nil
 }
 
 // lookupChain builds the API as the gateway runs it and returns a function
@@ -59,7 +80,7 @@ func lookupChain(tb testing.TB, s lookupSetup) func() int {
 		tb.Fatal(err)
 	}
 	token, key, _ := keys.NewKey()
-	key.UserID, key.Role = "u", keys.RoleStandard
+	key.UserID, key.Role, key.WorkspaceID = "u", keys.RoleStandard, "ws-caller"
 	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
 	o := Options{
 		Log:              zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zap.InfoLevel)),
@@ -78,6 +99,13 @@ func lookupChain(tb testing.TB, s lookupSetup) func() int {
 			Default:      limits.Limit{Rate: 1 << 30, Per: time.Second, Burst: 1 << 30},
 			AuthFailures: limits.Limit{Rate: 30, Per: time.Minute, Burst: 30},
 		}
+	}
+	if s.spend {
+		e := &spend.Enforcer{Store: spentStandings{}}
+		if err := e.Refresh(context.Background()); err != nil {
+			tb.Fatal(err)
+		}
+		o.SpendGuard = e
 	}
 	h := New(o).Handler()
 	req := httptest.NewRequest("GET", "/api/v1/model/openai/gpt-4o", nil)
@@ -103,6 +131,11 @@ func benchmarkLookup(b *testing.B, s lookupSetup) {
 // BenchmarkModelLookupChain: access log and rate limit on, as served.
 func BenchmarkModelLookupChain(b *testing.B) { benchmarkLookup(b, lookupSetup{rateLimit: true}) }
 
+// BenchmarkModelLookupChainSpend: as served, with the 402 decision on.
+func BenchmarkModelLookupChainSpend(b *testing.B) {
+	benchmarkLookup(b, lookupSetup{rateLimit: true, spend: true})
+}
+
 // BenchmarkModelLookupChainZapLog: the access log through zap, as before.
 func BenchmarkModelLookupChainZapLog(b *testing.B) {
 	benchmarkLookup(b, lookupSetup{rateLimit: true, zapAccessLog: true})
@@ -127,6 +160,7 @@ func TestLookupPathAllocations(t *testing.T) {
 	for name, s := range map[string]lookupSetup{
 		"access log":    {rateLimit: true},
 		"no access log": {rateLimit: true, noAccessLog: true},
+		"spend on":      {rateLimit: true, spend: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			serve := lookupChain(t, s)

@@ -76,11 +76,15 @@ func (a *API) enforceSpend(next http.Handler) http.Handler {
 	})
 }
 
+// maxUsageBody caps a batch of usage reports: 1,000 reports with ids of the
+// longest allowed, with room for whitespace.
+const maxUsageBody = 512 << 10
+
 func (a *API) reportUsage(w http.ResponseWriter, r *http.Request) error {
 	if a.spend == nil {
 		return errUnavailable
 	}
-	body, _, err := readWorkspaceRequest(w, r)
+	body, _, err := readJSONRequest(w, r, maxUsageBody)
 	if err != nil {
 		return err
 	}

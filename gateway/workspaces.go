@@ -79,6 +79,11 @@ func (a *API) updateWorkspace(w http.ResponseWriter, r *http.Request) error {
 // the Idempotency-Key header, checking the HTTP layer's part: the media
 // type (absent is taken as JSON) and the key's form.
 func readWorkspaceRequest(w http.ResponseWriter, r *http.Request) (body []byte, idempotencyKey string, err error) {
+	return readJSONRequest(w, r, maxJSONBody)
+}
+
+// readJSONRequest is readWorkspaceRequest with a body limit of its own.
+func readJSONRequest(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, idempotencyKey string, err error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return nil, "", badRequest(map[string]any{"content_type": "must be application/json"})
@@ -88,7 +93,7 @@ func readWorkspaceRequest(w http.ResponseWriter, r *http.Request) (body []byte, 
 	if len(idempotencyKey) > maxIdempotencyKey || !printableASCII(idempotencyKey) {
 		return nil, "", badRequest(map[string]any{"idempotency_key": "must be 1 to 255 printable ASCII characters"})
 	}
-	body, err = io.ReadAll(newBodyReader(w, r, maxJSONBody))
+	body, err = io.ReadAll(newBodyReader(w, r, limit))
 	if err != nil {
 		return nil, "", err
 	}

@@ -83,8 +83,8 @@ func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (acce
 	received := s.d.ts(micro(s.now()))
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var fresh []*spend.Recorded
-		for start := 0; start < len(rs); start += usageBatch {
-			batch := rs[start:min(start+usageBatch, len(rs))]
+		for start := 0; start < len(rs); start += s.usageRows() {
+			batch := rs[start:min(start+s.usageRows(), len(rs))]
 			args := make([]any, 0, len(batch)*8)
 			rows := make([]string, len(batch))
 			for i, r := range batch {
@@ -122,9 +122,17 @@ func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (acce
 	return accepted, nil
 }
 
-// usageBatch bounds the rows of one insert (8 parameters each), under
-// both databases' parameter limits.
-const usageBatch = 1000
+// usageRows bounds the rows of one multi-row statement. PostgreSQL takes a
+// whole batch of reports at once (8,000 parameters, under its limit);
+// SQLite resolves each "$N" parameter by a linear search of the statement's
+// parameters, so its cost grows with the square of their number: 50 rows
+// per statement keep that small.
+func (s *Store) usageRows() int {
+	if s.d.name == DriverSQLite {
+		return 50
+	}
+	return 1000
+}
 
 type dayKey struct {
 	key string
@@ -164,8 +172,8 @@ func (s *Store) addToDays(ctx context.Context, tx *sql.Tx, reports []*spend.Reco
 		}
 		return int(a.day - b.day)
 	})
-	for start := 0; start < len(order); start += usageBatch {
-		batch := order[start:min(start+usageBatch, len(order))]
+	for start := 0; start < len(order); start += s.usageRows() {
+		batch := order[start:min(start+s.usageRows(), len(order))]
 		args := make([]any, 0, len(batch)*5)
 		rows := make([]string, len(batch))
 		for i, k := range batch {

@@ -58,7 +58,7 @@ func metadataStores() []storeCase {
 
 // freshPostgresDB creates a database for one test and drops it afterwards,
 // so tests never see each other's rows.
-func freshPostgresDB(t *testing.T) string {
+func freshPostgresDB(t testing.TB) string {
 	t.Helper()
 	base := testenv.PostgresURL(t)
 	ctx := context.Background()

@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aigateway/gateway/internal/app"
+	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/keys"
+)
+
+// BenchmarkUsageIngest: POST /usage in batches of 1,000 through the HTTP
+// stack, on the embedded default and on PostgreSQL, while two clients look
+// up a model. It reports reports/s, and the lookups' p99 during the ingest
+// against their p99 just before it (same process, same run): the ingest
+// must not slow the request path it shares a machine with.
+func BenchmarkUsageIngest(b *testing.B) {
+	for _, store := range []string{"sqlite", "postgres"} {
+		b.Run(store, func(b *testing.B) {
+			cfg := config.Default()
+			dir := b.TempDir()
+			cfg.Metadata = config.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
+			if store == "postgres" {
+				cfg.Metadata = config.Metadata{Driver: "postgres", DSN: freshPostgresDB(b)}
+			}
+			cfg.Storage.FS.Dir = filepath.Join(dir, "files")
+			cfg.Catalog.Path = "../../configs/models.yaml"
+			cfg.Limits.Rate.Default = config.Rate{Requests: 1 << 30, Per: time.Second, Burst: 1 << 30}
+			rt, a := buildApp(b, cfg, io.Discard)
+			srv := httptest.NewServer(a.Handler())
+			b.Cleanup(func() { srv.Close(); _ = a.Close(); _ = rt.Close() })
+			ctx := context.Background()
+			svc, _, err := rt.CreateKey(ctx, app.KeyRequest{Name: "svc", User: "alice", Role: keys.RoleService})
+			if err != nil {
+				b.Fatal(err)
+			}
+			std, k, err := rt.CreateKey(ctx, app.KeyRequest{Name: "std", User: "alice", Role: keys.RoleStandard})
+			if err != nil {
+				b.Fatal(err)
+			}
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+
+			lookups := func(stop <-chan struct{}) []time.Duration {
+				var mu sync.Mutex
+				var lat []time.Duration
+				var wg sync.WaitGroup
+				for range 2 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							req, _ := http.NewRequest("GET", srv.URL+fleetModelPath, nil)
+							req.Header.Set("Authorization", "Bearer "+std)
+							start := time.Now()
+							res, err := client.Do(req)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							_, _ = io.Copy(io.Discard, res.Body)
+							res.Body.Close()
+							mu.Lock()
+							lat = append(lat, time.Since(start))
+							mu.Unlock()
+							time.Sleep(time.Millisecond) // pacing: a steady trickle of lookups, not a flood
+						}
+					}()
+				}
+				<-stop
+				wg.Wait()
+				return lat
+			}
+			p99 := func(lat []time.Duration) time.Duration {
+				if len(lat) == 0 {
+					return 0
+				}
+				slices.Sort(lat)
+				return lat[len(lat)*99/100]
+			}
+
+			stop := make(chan struct{})
+			idle := make(chan []time.Duration)
+			go func() { idle <- lookups(stop) }()
+			time.Sleep(time.Second) // the baseline phase: lookups alone, for a fixed time
+			close(stop)
+			idleP99 := p99(<-idle)
+
+			var body bytes.Buffer
+			batch := func(n int) []byte {
+				body.Reset()
+				body.WriteString(`{"reports":[`)
+				for i := range 1000 {
+					if i > 0 {
+						body.WriteByte(',')
+					}
+					fmt.Fprintf(&body, `{"id":"b%d-%d","key":%q,"cost":0.000123,"byok":%t}`, n, i, k.ID, i%3 == 0)
+				}
+				body.WriteString(`]}`)
+				return bytes.Clone(body.Bytes())
+			}
+			stop = make(chan struct{})
+			busy := make(chan []time.Duration)
+			go func() { busy <- lookups(stop) }()
+			b.ResetTimer()
+			start := time.Now()
+			for n := 0; b.Loop(); n++ {
+				req, _ := http.NewRequest("POST", srv.URL+"/api/v1/usage", bytes.NewReader(batch(n)))
+				req.Header.Set("Authorization", "Bearer "+svc)
+				req.Header.Set("Content-Type", "application/json")
+				res, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.StatusCode != http.StatusOK || !bytes.Contains(out, []byte(`"accepted":1000`)) {
+					b.Fatalf("batch %d: %d %s", n, res.StatusCode, out)
+				}
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			close(stop)
+			busyP99 := p99(<-busy)
+			b.ReportMetric(float64(b.N*1000)/elapsed.Seconds(), "reports/s")
+			b.ReportMetric(float64(idleP99.Microseconds()), "lookup-p99-idle-µs")
+			b.ReportMetric(float64(busyP99.Microseconds()), "lookup-p99-ingest-µs")
+		})
+	}
+}
