@@ -138,4 +138,3 @@ func (c *Client) DeleteBudget(ctx context.Context, workspace, interval string) e
 func budgetPath(workspace, interval string) string {
 	return "/workspaces/" + url.PathEscape(workspace) + "/budgets/" + url.PathEscape(interval)
 }
-

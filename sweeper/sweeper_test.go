@@ -23,8 +23,8 @@ import (
 // fakeStore keeps counts of expired rows and the file records.
 type fakeStore struct {
 	expiredReservations, expiredIdempotency, oldKeyChanges int
-	records                                 []files.Record // sorted by id
-	err                                     error
+	records                                                []files.Record // sorted by id
+	err                                                    error
 }
 
 func (s *fakeStore) take(n *int, limit int) (int, error) {
