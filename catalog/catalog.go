@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -322,32 +323,51 @@ func encodeEndpoints(m *Model) ([]byte, error) {
 // next or null},"total_count":total}, with "object":"list" first in
 // OpenAI's shape.
 func EncodeList(page [][]byte, total int, next string, openAI bool) []byte {
-	size := 64 + len(next)
-	for _, p := range page {
-		size += len(p) + 1
+	var b bytes.Buffer
+	_, _ = WriteList(&b, page, total, next, openAI) // a bytes.Buffer does not fail
+	return b.Bytes()
+}
+
+// WriteList writes EncodeList's body to w piece by piece: the models'
+// pre-encoded JSON goes out as it is, never copied into one buffer.
+func WriteList(w io.Writer, page [][]byte, total int, next string, openAI bool) (int64, error) {
+	var n int64
+	write := func(p []byte) error {
+		k, err := w.Write(p)
+		n += int64(k)
+		return err
 	}
-	b := make([]byte, 0, size)
+	head := []byte(`{"data":[`)
 	if openAI {
-		b = append(b, `{"object":"list","data":[`...)
-	} else {
-		b = append(b, `{"data":[`...)
+		head = []byte(`{"object":"list","data":[`)
+	}
+	if err := write(head); err != nil {
+		return n, err
 	}
 	for i, p := range page {
 		if i > 0 {
-			b = append(b, ',')
+			if err := write(comma); err != nil {
+				return n, err
+			}
 		}
-		b = append(b, p...)
+		if err := write(p); err != nil {
+			return n, err
+		}
 	}
-	b = append(b, `],"links":{"next":`...)
+	tail := make([]byte, 0, 64+len(next))
+	tail = append(tail, `],"links":{"next":`...)
 	if next == "" {
-		b = append(b, "null"...)
+		tail = append(tail, "null"...)
 	} else {
-		b = strconv.AppendQuote(b, next)
+		tail = strconv.AppendQuote(tail, next)
 	}
-	b = append(b, `},"total_count":`...)
-	b = strconv.AppendInt(b, int64(total), 10)
-	return append(b, '}')
+	tail = append(tail, `},"total_count":`...)
+	tail = strconv.AppendInt(tail, int64(total), 10)
+	tail = append(tail, '}')
+	return n, write(tail)
 }
+
+var comma = []byte{','}
 
 // encodeJSON marshals v without HTML escaping (the bodies are JSON, never
 // embedded in HTML) and without the encoder's trailing newline.

@@ -63,7 +63,11 @@ func (a *API) modelList(w http.ResponseWriter, r *http.Request, allow func(*cata
 	if q.Limit > 0 && q.Offset+len(page) < total {
 		next = nextPage(r, q.Offset+len(page))
 	}
-	writeBody(w, http.StatusOK, catalog.EncodeList(page, total, next, openAI))
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(http.StatusOK)
+	// The models' JSON is written as pre-encoded, not copied into one body;
+	// a write that fails means the client went away.
+	_, _ = catalog.WriteList(w, page, total, next, openAI)
 	return nil
 }
 
