@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -35,6 +37,15 @@ type Entry struct {
 	// ETag is a strong entity tag of Body, quoted ("\"<hex>\""), ready for
 	// the ETag header and for comparing with If-None-Match.
 	ETag string
+	// OpenAIBody is the model as OpenAI's models.retrieve reads it: the
+	// bare object with "object":"model" and "owned_by" (the author), and
+	// OpenAIETag its tag.
+	OpenAIBody []byte
+	OpenAIETag string
+	// EndpointsBody answers GET /api/v1/models/{author}/{slug}/endpoints
+	// for this entry; EndpointsETag is its tag.
+	EndpointsBody []byte
+	EndpointsETag string
 }
 
 // Catalog is one immutable version of the model catalog, with every response
@@ -46,8 +57,19 @@ type Catalog struct {
 	index  map[string]map[string]*Entry
 	list   *Entry
 	models int
-	digest string
-	notes  []Problem
+
+	// The list of GET /api/v1/models: every model of the file by id, its
+	// filters (one bitset per output modality and per supported
+	// parameter) and one order per sort, all computed once per version.
+	listed     []listed
+	byModality map[string]bitset
+	byParam    map[string]bitset
+	orders     map[Sort][]int32
+	// defaultList is the unfiltered answer (text models), pre-encoded in
+	// the service shape [0] and OpenAI's [1].
+	defaultList [2]*Entry
+	digest      string
+	notes       []Problem
 }
 
 // Load reads, validates and indexes the catalog file at path. A file that
@@ -135,6 +157,7 @@ func (c *Catalog) fill(f *file) error {
 			list.WriteByte(',')
 		}
 		list.Write(raw)
+		c.listed = append(c.listed, listed{entry: e, raw: raw, openAI: openAIObject(raw, id)})
 		byID[m.ID] = e
 		c.put(id, e)
 		if id.Variant != "" {
@@ -143,6 +166,12 @@ func (c *Catalog) fill(f *file) error {
 	}
 	list.WriteString("]}")
 	c.list = &Entry{Body: list.Bytes(), ETag: etag(list.Bytes())}
+	c.indexList(models)
+	for i, openAI := range []bool{false, true} {
+		page, total := c.Select(Query{OutputModalities: TextOnly}, openAI)
+		body := EncodeList(page, total, "", openAI)
+		c.defaultList[i] = &Entry{Body: body, ETag: etag(body)}
+	}
 
 	// Variants listed on a base model, unless the catalog has an entry of
 	// its own for that exact id (which wins).
@@ -219,8 +248,126 @@ func newEntry(m *Model, base string) (*Entry, []byte, error) {
 	body = append(body, `{"data":`...)
 	body = append(body, raw...)
 	body = append(body, '}')
-	return &Entry{ID: m.ID, BaseID: base, Model: m, Body: body, ETag: etag(body)}, raw, nil
+	id, _ := ParseID(m.ID)
+	openAI := openAIObject(raw, id)
+	endpoints, err := encodeEndpoints(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Entry{ID: m.ID, BaseID: base, Model: m, Body: body, ETag: etag(body),
+		OpenAIBody: openAI, OpenAIETag: etag(openAI),
+		EndpointsBody: endpoints, EndpointsETag: etag(endpoints)}, raw, nil
 }
+
+// openAIObject adds OpenAI's "object" and "owned_by" (the author, without
+// a tilde) to a model's JSON object.
+func openAIObject(raw []byte, id ID) []byte {
+	owner, _ := json.Marshal(strings.TrimPrefix(id.Author, "~"))
+	out := make([]byte, 0, len(raw)+len(owner)+40)
+	out = append(out, `{"object":"model","owned_by":`...)
+	out = append(out, owner...)
+	out = append(out, ',')
+	return append(out, raw[1:]...)
+}
+
+// endpointsAnswer is the body of the endpoints route.
+type endpointsAnswer struct {
+	Data struct {
+		ID           string        `json:"id"`
+		Name         string        `json:"name"`
+		Created      int64         `json:"created"`
+		Description  string        `json:"description"`
+		Architecture endpointsArch `json:"architecture"`
+		Endpoints    []Endpoint    `json:"endpoints"`
+	} `json:"data"`
+}
+
+type endpointsArch struct {
+	Modality         *string  `json:"modality"`
+	InputModalities  []string `json:"input_modalities"`
+	OutputModalities []string `json:"output_modalities"`
+	Tokenizer        *string  `json:"tokenizer"`
+	InstructType     *string  `json:"instruct_type"`
+}
+
+// encodeEndpoints is the endpoints answer of m: its declared endpoints, each
+// naming the served model, or an empty list.
+func encodeEndpoints(m *Model) ([]byte, error) {
+	var a endpointsAnswer
+	d := &a.Data
+	d.ID, d.Name, d.Created = m.ID, m.Name, m.Created
+	if m.Description != nil {
+		d.Description = *m.Description
+	}
+	d.Architecture = endpointsArch{Modality: m.Architecture.Modality, InputModalities: m.Architecture.InputModalities,
+		OutputModalities: m.Architecture.OutputModalities}
+	if m.Architecture.Tokenizer != "" {
+		d.Architecture.Tokenizer = &m.Architecture.Tokenizer
+	}
+	if v, ok := m.Architecture.InstructType.Get(); ok {
+		d.Architecture.InstructType = &v
+	}
+	d.Endpoints = make([]Endpoint, len(m.Endpoints))
+	for i, e := range m.Endpoints {
+		e.ModelID, e.ModelName = m.ID, m.Name
+		d.Endpoints[i] = e
+	}
+	b, err := encodeJSON(a)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: encode the endpoints of %s: %w", m.ID, err)
+	}
+	return b, nil
+}
+
+// EncodeList is the body of a model list: {"data":[...],"links":{"next":
+// next or null},"total_count":total}, with "object":"list" first in
+// OpenAI's shape.
+func EncodeList(page [][]byte, total int, next string, openAI bool) []byte {
+	var b bytes.Buffer
+	_, _ = WriteList(&b, page, total, next, openAI) // a bytes.Buffer does not fail
+	return b.Bytes()
+}
+
+// WriteList writes EncodeList's body to w piece by piece: the models'
+// pre-encoded JSON goes out as it is, never copied into one buffer.
+func WriteList(w io.Writer, page [][]byte, total int, next string, openAI bool) (int64, error) {
+	var n int64
+	write := func(p []byte) error {
+		k, err := w.Write(p)
+		n += int64(k)
+		return err
+	}
+	head := []byte(`{"data":[`)
+	if openAI {
+		head = []byte(`{"object":"list","data":[`)
+	}
+	if err := write(head); err != nil {
+		return n, err
+	}
+	for i, p := range page {
+		if i > 0 {
+			if err := write(comma); err != nil {
+				return n, err
+			}
+		}
+		if err := write(p); err != nil {
+			return n, err
+		}
+	}
+	tail := make([]byte, 0, 64+len(next))
+	tail = append(tail, `],"links":{"next":`...)
+	if next == "" {
+		tail = append(tail, "null"...)
+	} else {
+		tail = strconv.AppendQuote(tail, next)
+	}
+	tail = append(tail, `},"total_count":`...)
+	tail = strconv.AppendInt(tail, int64(total), 10)
+	tail = append(tail, '}')
+	return n, write(tail)
+}
+
+var comma = []byte{','}
 
 // encodeJSON marshals v without HTML escaping (the bodies are JSON, never
 // embedded in HTML) and without the encoder's trailing newline.
@@ -259,10 +406,21 @@ func (c *Catalog) LookupID(id string) (*Entry, bool) {
 	return c.Lookup(author, slug)
 }
 
-// List returns the pre-encoded body of GET /api/v1/models: {"data":[...]}
-// with every model of the file (own variant and ~ entries included, listed
-// variants and aliases not), sorted by id. Only Body and ETag are set.
+// List returns the pre-encoded body {"data":[...]} with every model of the
+// file (own variant and ~ entries included, listed variants and aliases
+// not), sorted by id. Only Body and ETag are set.
 func (c *Catalog) List() *Entry { return c.list }
+
+// DefaultList returns the pre-encoded answer of an unfiltered
+// GET /api/v1/models: the models with text output, by id, with links and
+// total_count; in OpenAI's shape when openAI is set. Only Body and ETag
+// are set.
+func (c *Catalog) DefaultList(openAI bool) *Entry {
+	if openAI {
+		return c.defaultList[1]
+	}
+	return c.defaultList[0]
+}
 
 // Len returns the number of models in the file the catalog was built from.
 func (c *Catalog) Len() int { return c.models }

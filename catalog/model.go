@@ -51,6 +51,10 @@ type Model struct {
 	// Variants are suffixes ("nitro", "floor") served from this entry as
 	// "<id>:<variant>". Catalog file only: never encoded.
 	Variants []string `json:"-" yaml:"variants"`
+	// Endpoints are the providers serving the model, as the endpoints
+	// route answers them; none declared answers an empty list. Catalog
+	// file and that route only: never in the model answer.
+	Endpoints []Endpoint `json:"-" yaml:"endpoints"`
 }
 
 // PublicPricing holds prices in USD as decimal strings, kept exactly as

@@ -147,7 +147,8 @@ func (v *validator) model(i int, m *Model) {
 	}
 	v.date(i, "expiration_date", m.ExpirationDate)
 	v.date(i, "knowledge_cutoff", m.KnowledgeCutoff)
-	v.pricing(i, &m.Pricing)
+	v.pricing(i, "pricing", &m.Pricing)
+	v.endpoints(i, m)
 	v.architecture(i, &m.Architecture)
 	if c, ok := m.TopProvider.ContextLength.Get(); ok && c <= 0 {
 		v.add(i, "top_provider.context_length", "must be positive or null")
@@ -252,9 +253,11 @@ func (v *validator) price(i int, path, s string, routerOK bool) {
 	v.add(i, path, "%q is not a decimal price in USD (digits with an optional fraction, no exponent)", s)
 }
 
-func (v *validator) pricing(i int, p *PublicPricing) {
-	v.price(i, "pricing.prompt", p.Prompt, true)
-	v.price(i, "pricing.completion", p.Completion, true)
+// pricing validates the prices at path ("pricing" of a model,
+// "endpoints[j].pricing" of an endpoint).
+func (v *validator) pricing(i int, at string, p *PublicPricing) {
+	v.price(i, at+".prompt", p.Prompt, true)
+	v.price(i, at+".completion", p.Completion, true)
 	for _, k := range []struct{ name, value string }{
 		{"request", p.Request}, {"image", p.Image}, {"image_output", p.ImageOutput},
 		{"image_token", p.ImageToken}, {"audio", p.Audio}, {"audio_output", p.AudioOutput},
@@ -262,13 +265,13 @@ func (v *validator) pricing(i int, p *PublicPricing) {
 		{"input_cache_write", p.InputCacheWrite}, {"input_cache_write_1h", p.InputCacheWrite1h},
 		{"internal_reasoning", p.InternalReasoning}, {"web_search", p.WebSearch},
 	} {
-		v.price(i, "pricing."+k.name, k.value, false)
+		v.price(i, at+"."+k.name, k.value, false)
 	}
 	if p.Discount != nil && (*p.Discount < 0 || *p.Discount > 1) {
-		v.add(i, "pricing.discount", "must be a fraction from 0 to 1")
+		v.add(i, at+".discount", "must be a fraction from 0 to 1")
 	}
 	for j, o := range p.Overrides {
-		path := fmt.Sprintf("pricing.overrides[%d]", j)
+		path := fmt.Sprintf("%s.overrides[%d]", at, j)
 		keys := 0
 		for _, k := range []struct{ name, value string }{
 			{"prompt", o.Prompt}, {"completion", o.Completion}, {"audio", o.Audio},

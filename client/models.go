@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -149,13 +151,124 @@ func (c *Client) GetModel(ctx context.Context, id string) (*Model, error) {
 	return &out.Data, nil
 }
 
-// ListModels returns every model of the catalog, sorted by id.
+// ListModels returns every model of the catalog (whatever its output),
+// sorted by id.
 func (c *Client) ListModels(ctx context.Context) ([]Model, error) {
-	var out struct {
-		Data []Model `json:"data"`
-	}
-	if err := c.getJSON(ctx, "/models", nil, &out); err != nil {
+	p, err := c.QueryModels(ctx, ModelQuery{OutputModalities: []string{"all"}})
+	if err != nil {
 		return nil, err
 	}
-	return out.Data, nil
+	return p.Models, nil
+}
+
+// ModelQuery filters, sorts and pages a model list; the zero value is the
+// gateway's default (the models with text output, by id, all of them).
+type ModelQuery struct {
+	// OutputModalities: a model must output one of them; "all" for any.
+	OutputModalities []string
+	// SupportedParameters: a model must support every one.
+	SupportedParameters []string
+	// Sort is one of the gateway's sorts ("pricing-low-to-high",
+	// "context-high-to-low", "newest", ...); empty: by id.
+	Sort          string
+	Offset, Limit int
+}
+
+func (q ModelQuery) values() url.Values {
+	v := url.Values{}
+	if len(q.OutputModalities) > 0 {
+		v.Set("output_modalities", strings.Join(q.OutputModalities, ","))
+	}
+	if len(q.SupportedParameters) > 0 {
+		v.Set("supported_parameters", strings.Join(q.SupportedParameters, ","))
+	}
+	if q.Sort != "" {
+		v.Set("sort", q.Sort)
+	}
+	if q.Offset > 0 {
+		v.Set("offset", strconv.Itoa(q.Offset))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v
+}
+
+// ModelPage is one page of a model list.
+type ModelPage struct {
+	Models []Model `json:"data"`
+	// Total is how many models the query selects, paging aside.
+	Total int `json:"total_count"`
+	Links struct {
+		// Next is the path of the next page; empty on the last.
+		Next *string `json:"next"`
+	} `json:"links"`
+}
+
+// QueryModels returns the page of the model list q selects.
+func (c *Client) QueryModels(ctx context.Context, q ModelQuery) (*ModelPage, error) {
+	var p ModelPage
+	if err := c.getJSON(ctx, "/models", q.values(), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ModelsForUser is QueryModels with the calling key's model allowlist
+// applied.
+func (c *Client) ModelsForUser(ctx context.Context, q ModelQuery) (*ModelPage, error) {
+	var p ModelPage
+	if err := c.getJSON(ctx, "/models/user", q.values(), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// CountModels is how many models the filters of q select.
+func (c *Client) CountModels(ctx context.Context, q ModelQuery) (int, error) {
+	v := q.values()
+	v.Del("sort")
+	v.Del("offset")
+	v.Del("limit")
+	var out struct {
+		Data struct {
+			Count int `json:"count"`
+		} `json:"data"`
+	}
+	if err := c.getJSON(ctx, "/models/count", v, &out); err != nil {
+		return 0, err
+	}
+	return out.Data.Count, nil
+}
+
+// Endpoint is one provider serving a model.
+type Endpoint struct {
+	Name                string          `json:"name"`
+	ModelID             string          `json:"model_id"`
+	ProviderName        string          `json:"provider_name"`
+	Tag                 string          `json:"tag"`
+	ContextLength       int64           `json:"context_length"`
+	Pricing             json.RawMessage `json:"pricing"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	Quantization        *string         `json:"quantization"`
+	SupportedParameters []string        `json:"supported_parameters"`
+	UptimeLast30m       *float64        `json:"uptime_last_30m"`
+}
+
+// ModelEndpoints returns the endpoints the catalog declares for the model
+// "author/slug" (none: an empty list).
+func (c *Client) ModelEndpoints(ctx context.Context, id string) ([]Endpoint, error) {
+	author, slug, ok := strings.Cut(id, "/")
+	if !ok || author == "" || slug == "" {
+		return nil, errors.New("client: a model id is author/slug")
+	}
+	var out struct {
+		Data struct {
+			Endpoints []Endpoint `json:"endpoints"`
+		} `json:"data"`
+	}
+	if err := c.getJSON(ctx, "/models/"+url.PathEscape(author)+"/"+url.PathEscape(slug)+"/endpoints", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Data.Endpoints, nil
 }

@@ -28,38 +28,37 @@ const maxSegmentBytes = 256
 // getModel answers GET /api/v1/model/{author}/{slug} with the pre-encoded
 // body of the catalog version current when the request arrived.
 func (a *API) getModel(w http.ResponseWriter, r *http.Request) error {
-	author, err := pathSegment(r, "author")
+	e, err := a.resolveModel(w, r)
 	if err != nil {
 		return err
-	}
-	slug, err := pathSegment(r, "slug")
-	if err != nil {
-		return err
-	}
-	if a.catalog == nil {
-		return errUnavailable
-	}
-	e, ok := a.catalog.Current().Lookup(author, slug)
-	if !ok {
-		return errModelNotFound
-	}
-	// Allowlists hold canonical ids (keys create resolves what it is given):
-	// a model allows all its variants and aliases, a variant only itself.
-	if k := keyOf(w); k != nil && !k.AllowsModel(e.BaseID) && !k.AllowsModel(e.ID) {
-		return keys.ErrModelNotAllowed
 	}
 	writeCached(w, r, e.ETag, e.Body)
 	return nil
 }
 
-// listModels answers GET /api/v1/models with every model, sorted by id.
-func (a *API) listModels(w http.ResponseWriter, r *http.Request) error {
-	if a.catalog == nil {
-		return errUnavailable
+// resolveModel finds the entry the {author} and {slug} path segments name,
+// in the catalog version current when the request arrived, and checks the
+// calling key's allowlist.
+func (a *API) resolveModel(w http.ResponseWriter, r *http.Request) (*catalog.Entry, error) {
+	author, err := pathSegment(r, "author")
+	if err != nil {
+		return nil, err
 	}
-	l := a.catalog.Current().List()
-	writeCached(w, r, l.ETag, l.Body)
-	return nil
+	slug, err := pathSegment(r, "slug")
+	if err != nil {
+		return nil, err
+	}
+	if a.catalog == nil {
+		return nil, errUnavailable
+	}
+	e, ok := a.catalog.Current().Lookup(author, slug)
+	if !ok {
+		return nil, errModelNotFound
+	}
+	if k := keyOf(w); k != nil && !allowed(k, e) {
+		return nil, keys.ErrModelNotAllowed
+	}
+	return e, nil
 }
 
 // writeCached writes a pre-encoded body with its strong ETag, or 304 when

@@ -166,6 +166,10 @@ func (a *API) Handler() http.Handler {
 			r.Use(a.enforceSpend)
 			r.Get(apiPrefix+"/model/{author}/{slug}", a.adapt(a.getModel))
 			r.Get(apiPrefix+"/models", a.adapt(a.listModels))
+			r.Get(apiPrefix+"/models/count", a.adapt(a.countModels))
+			r.Get(apiPrefix+"/models/user", a.adapt(a.listModelsForUser))
+			r.Get(apiPrefix+"/models/{id}", a.adapt(a.retrieveModel))
+			r.Get(apiPrefix+"/models/{author}/{slug}/endpoints", a.adapt(a.modelEndpoints))
 			// Service keys report what the requests they ran cost.
 			r.Post(apiPrefix+"/usage", a.adapt(a.reportUsage))
 			r.Post(apiPrefix+"/keys/{hash}/usage", a.adapt(a.reportKeyUsage))

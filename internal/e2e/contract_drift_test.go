@@ -42,7 +42,7 @@ func TestContractCatchesDrift(t *testing.T) {
 		{"sound service file", "POST", "/api/v1/files", 200, nil, file, true},
 		{"sound openai file", "POST", "/api/v1/files", 200, nil, openaiFile, true},
 		{"sound unknown route", "GET", "/api/v1/nothing", 404, nil, `{"error":{"code":404,"message":"Resource not found","metadata":null}}`, true},
-		{"sound rate-limit headers", "GET", "/api/v1/models", 200, map[string]string{"RateLimit-Limit": "600", "RateLimit-Remaining": "599", "RateLimit-Reset": "1"}, `{"data":[]}`, true},
+		{"sound rate-limit headers", "GET", "/api/v1/models", 200, map[string]string{"RateLimit-Limit": "600", "RateLimit-Remaining": "599", "RateLimit-Reset": "1"}, `{"data":[],"links":{"next":null},"total_count":0}`, true},
 
 		{"wrong field type", "GET", "/api/v1/workspaces/r", 200, nil, `{"data":` + strings.Replace(ws, `"io_logging_sampling_rate":1`, `"io_logging_sampling_rate":"1"`, 1) + `}`, false},
 		{"missing required field", "GET", "/api/v1/workspaces/r", 200, nil, `{"data":` + strings.Replace(ws, `"created_by":"alice",`, ``, 1) + `}`, false},
@@ -52,10 +52,10 @@ func TestContractCatchesDrift(t *testing.T) {
 		{"error without its envelope", "GET", "/api/v1/workspaces/r", 404, nil, `{"message":"not found"}`, false},
 		{"file of no shape", "POST", "/api/v1/files", 200, nil, strings.Replace(file, `"_shape":"service",`, ``, 1), false},
 		{"file of the wrong shape's fields", "POST", "/api/v1/files", 200, nil, strings.Replace(openaiFile, `"openai"`, `"service"`, 1), false},
-		{"non-integer rate-limit header", "GET", "/api/v1/models", 200, map[string]string{"RateLimit-Remaining": "lots"}, `{"data":[]}`, false},
+		{"non-integer rate-limit header", "GET", "/api/v1/models", 200, map[string]string{"RateLimit-Remaining": "lots"}, `{"data":[],"links":{"next":null},"total_count":0}`, false},
 		{"unknown route answered 200", "GET", "/api/v1/nothing", 200, nil, `{}`, false},
 		{"a JSON answer that is not JSON", "GET", "/api/v1/models", 200, nil, `{"data":[`, false},
-		{"an answer without X-Request-Id", "GET", "/api/v1/models", 200, map[string]string{"X-Request-Id": ""}, `{"data":[]}`, false},
+		{"an answer without X-Request-Id", "GET", "/api/v1/models", 200, map[string]string{"X-Request-Id": ""}, `{"data":[],"links":{"next":null},"total_count":0}`, false},
 		{"a refused connection without X-Request-Id", "GET", "/api/v1/models", 503, map[string]string{"X-Request-Id": "", "Retry-After": "1"}, `{"error":{"code":503,"message":"Service temporarily unavailable","metadata":null}}`, true},
 	}
 	for _, tc := range cases {
@@ -114,7 +114,7 @@ func TestContractTransportFailsTheTest(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Request-Id", "r1")
 		if r.URL.Path == "/api/v1/models" {
-			_, _ = io.WriteString(w, `{"data":[]}`)
+			_, _ = io.WriteString(w, `{"data":[],"links":{"next":null},"total_count":0}`)
 			return
 		}
 		_, _ = io.WriteString(w, `{"data":{"id":7}}`) // a Workspace with a numeric id and nothing else

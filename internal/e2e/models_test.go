@@ -701,16 +701,17 @@ func TestModelWireFields(t *testing.T) {
 	})
 }
 
-// getModelList GETs /api/v1/models and returns the raw elements of data.
+// getModelList GETs /api/v1/models?output_modalities=all (every model,
+// not only the default's text ones) and returns the raw elements of data.
 func getModelList(t *testing.T, g *testGateway, key string) (*http.Response, []byte, []json.RawMessage) {
 	t.Helper()
-	resp, body := g.do(t, "GET", "/api/v1/models", key, nil, nil)
+	resp, body := g.do(t, "GET", "/api/v1/models?output_modalities=all", key, nil, nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET /api/v1/models = %d %.300s", resp.StatusCode, body)
 	}
 	top := rawObject(t, body)
-	if len(top) != 1 {
-		t.Fatalf("list body keys = %v, want only data", rawKeys(top))
+	if len(top) != 3 || top["links"] == nil || top["total_count"] == nil {
+		t.Fatalf("list body keys = %v, want data, links, total_count", rawKeys(top))
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(top["data"], &items); err != nil {

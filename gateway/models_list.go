@@ -1,0 +1,206 @@
+package gateway
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aigateway/gateway/catalog"
+	"github.com/aigateway/gateway/keys"
+)
+
+// Paging of the model list.
+const (
+	maxModelPage   = 1000
+	maxModelOffset = 1_000_000
+)
+
+// listModels answers GET /api/v1/models: the text models by id, unless the
+// query filters, sorts or pages. The unfiltered answer is pre-encoded per
+// catalog version (ETag and 304 included); a filtered one is computed from
+// the version's indexes.
+func (a *API) listModels(w http.ResponseWriter, r *http.Request) error {
+	return a.modelList(w, r, nil)
+}
+
+// listModelsForUser answers GET /api/v1/models/user: the list with the
+// calling key's model allowlist applied.
+func (a *API) listModelsForUser(w http.ResponseWriter, r *http.Request) error {
+	k := keyOf(w)
+	if k == nil || k.Models == nil {
+		return a.modelList(w, r, nil)
+	}
+	return a.modelList(w, r, func(e *catalog.Entry) bool { return allowed(k, e) })
+}
+
+// allowed applies a key's allowlist, which holds canonical ids: a model
+// allows all its variants and aliases, a variant only itself.
+func allowed(k *keys.APIKey, e *catalog.Entry) bool {
+	return k.AllowsModel(e.BaseID) || k.AllowsModel(e.ID)
+}
+
+func (a *API) modelList(w http.ResponseWriter, r *http.Request, allow func(*catalog.Entry) bool) error {
+	if a.catalog == nil {
+		return errUnavailable
+	}
+	c := a.catalog.Current()
+	q, isDefault, err := parseModelQuery(c, r.URL.Query())
+	if err != nil {
+		return err
+	}
+	openAI := negotiateShape(r) == shapeOpenAI
+	if isDefault && allow == nil {
+		l := c.DefaultList(openAI)
+		writeCached(w, r, l.ETag, l.Body)
+		return nil
+	}
+	q.Allow = allow
+	page, total := c.Select(q, openAI)
+	var next string
+	if q.Limit > 0 && q.Offset+len(page) < total {
+		next = nextPage(r, q.Offset+len(page))
+	}
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(http.StatusOK)
+	// The models' JSON is written as pre-encoded, not copied into one body;
+	// a write that fails means the client went away.
+	_, _ = catalog.WriteList(w, page, total, next, openAI)
+	return nil
+}
+
+// nextPage is the request's own path and query with offset moved on.
+func nextPage(r *http.Request, offset int) string {
+	query := r.URL.Query()
+	query.Set("offset", strconv.Itoa(offset))
+	return r.URL.Path + "?" + query.Encode()
+}
+
+// countModels answers GET /api/v1/models/count with the filters of the
+// list.
+func (a *API) countModels(w http.ResponseWriter, r *http.Request) error {
+	if a.catalog == nil {
+		return errUnavailable
+	}
+	c := a.catalog.Current()
+	q, _, err := parseModelQuery(c, r.URL.Query())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Data struct {
+			Count int `json:"count"`
+		} `json:"data"`
+	}{struct {
+		Count int `json:"count"`
+	}{c.Count(q)}})
+	return nil
+}
+
+// parseModelQuery reads the list's query strictly: each parameter once,
+// known names only (category is accepted and ignored, as the public
+// service's SDK sends it), values checked. isDefault reports a query that
+// asks for exactly the unfiltered list.
+func parseModelQuery(c *catalog.Catalog, query url.Values) (q catalog.Query, isDefault bool, err error) {
+	q.OutputModalities = catalog.TextOnly
+	isDefault = true
+	for name, vs := range query {
+		if len(vs) != 1 {
+			return q, false, badRequest(map[string]any{name: "must be given once"})
+		}
+		v := vs[0]
+		switch name {
+		case "offset", "limit":
+			lo, hi := 0, maxModelOffset
+			if name == "limit" {
+				lo, hi = 1, maxModelPage
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < lo || n > hi || v != strconv.Itoa(n) {
+				return q, false, badRequest(map[string]any{name: "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)})
+			}
+			if name == "offset" {
+				q.Offset = n
+				isDefault = isDefault && n == 0
+			} else {
+				q.Limit = n
+			}
+		case "output_modalities":
+			if q.OutputModalities, err = catalog.ParseOutputModalities(v); err != nil {
+				return q, false, queryError(err)
+			}
+			isDefault = isDefault && v == "text"
+		case "supported_parameters":
+			if q.Parameters, err = c.ParseParameters(v); err != nil {
+				return q, false, queryError(err)
+			}
+			isDefault = false
+		case "sort":
+			if q.Sort, err = catalog.ParseSort(v); err != nil {
+				return q, false, queryError(err)
+			}
+			isDefault = false
+		case "category":
+			// Accepted and ignored: the catalog has no categories.
+		default:
+			return q, false, badRequest(map[string]any{name: "unknown parameter"})
+		}
+	}
+	if isDefault && q.Limit > 0 && q.Limit < c.Count(catalog.Query{OutputModalities: catalog.TextOnly}) {
+		isDefault = false // a page of the default list
+	}
+	return q, isDefault, nil
+}
+
+// queryError is the 400 of a catalog.QueryError, naming its parameter.
+func queryError(err error) error {
+	var qe *catalog.QueryError
+	if errors.As(err, &qe) {
+		return badRequest(map[string]any{qe.Param: qe.Problem})
+	}
+	return err
+}
+
+// retrieveModel answers GET /api/v1/models/{id}, where id is the whole
+// model id with its slash percent-encoded (OpenAI's models.retrieve). It is
+// decoded exactly once: "%252F" is the id "a%2Fb", which names nothing.
+func (a *API) retrieveModel(w http.ResponseWriter, r *http.Request) error {
+	if a.catalog == nil {
+		return errUnavailable
+	}
+	raw := strings.TrimPrefix(r.URL.EscapedPath(), apiPrefix+"/models/")
+	id, err := url.PathUnescape(raw)
+	if err != nil {
+		return badRequest(map[string]any{"id": "malformed percent-encoding"})
+	}
+	if !utf8.ValidString(id) || len(id) > 2*maxSegmentBytes || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return badRequest(map[string]any{"id": "not a model id"})
+	}
+	e, ok := a.catalog.Current().LookupID(id)
+	if !ok {
+		return errModelNotFound
+	}
+	if k := keyOf(w); k != nil && !allowed(k, e) {
+		return keys.ErrModelNotAllowed
+	}
+	if negotiateShape(r) == shapeOpenAI {
+		writeCached(w, r, e.OpenAIETag, e.OpenAIBody)
+		return nil
+	}
+	writeCached(w, r, e.ETag, e.Body)
+	return nil
+}
+
+// modelEndpoints answers GET /api/v1/models/{author}/{slug}/endpoints: the
+// link every Model carries. Variants and aliases resolve as on the model
+// route.
+func (a *API) modelEndpoints(w http.ResponseWriter, r *http.Request) error {
+	e, err := a.resolveModel(w, r)
+	if err != nil {
+		return err
+	}
+	writeCached(w, r, e.EndpointsETag, e.EndpointsBody)
+	return nil
+}
