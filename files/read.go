@@ -499,6 +499,10 @@ func (s *ReadService) file(rec Record) File {
 	return File{Record: rec, Downloadable: s.cfg.Downloadable && !IsProvider(rec.Backend)}
 }
 
+// Describe is the file rec as the read routes show it, so an upload's answer
+// says what a later GET of it says.
+func (s *ReadService) Describe(rec Record) File { return s.file(rec) }
+
 // providerFile is a provider's description of one of its files as shown.
 func providerFile(ws, provider string, f ProviderFileInfo) File {
 	return File{

@@ -1,0 +1,62 @@
+package gateway
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/limits"
+)
+
+// File reads, lists and deletes go by the default class; only uploads are
+// held to the files class (whose burst is sized for uploads).
+func TestFileReadsUseTheDefaultClass(t *testing.T) {
+	rates := &RateLimits{
+		Limiter: limits.NewLocalLimiter(limits.LocalOptions{}),
+		Default: limits.Limit{Rate: 600, Per: time.Minute, Burst: 100},
+		Files:   limits.Limit{Rate: 60, Per: time.Minute, Burst: 2},
+	}
+	api, _ := newTestAPI(t, Options{Limits: rates, FileReader: &fakeReader{}})
+	h := api.Handler()
+	for i := range 10 {
+		rec := do(t, h, "GET", apiPrefix+"/files", "standard", nil)
+		if rec.Code == http.StatusTooManyRequests || rec.Header().Get("RateLimit-Limit") != "100" {
+			t.Fatalf("list %d: %d, RateLimit-Limit %q; want the default class (100)", i, rec.Code, rec.Header().Get("RateLimit-Limit"))
+		}
+	}
+	rec := do(t, h, "POST", apiPrefix+"/files", "standard", nil)
+	if rec.Header().Get("RateLimit-Limit") != "2" {
+		t.Fatalf("upload: RateLimit-Limit %q, want the files class (2)", rec.Header().Get("RateLimit-Limit"))
+	}
+}
+
+// The Anthropic SDKs read the request id from request-id.
+func TestRequestIDHeaderForAnthropic(t *testing.T) {
+	api, _ := newTestAPI(t, Options{})
+	rec := httptest.NewRecorder()
+	api.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if id := rec.Header().Get("X-Request-Id"); id == "" || rec.Header().Get("Request-Id") != id {
+		t.Fatalf("X-Request-Id %q, request-id %q: want both, equal", id, rec.Header().Get("Request-Id"))
+	}
+}
+
+// describingReader shows every file downloadable, as a deployment with
+// files.downloadable does.
+type describingReader struct{ fakeReader }
+
+func (describingReader) Describe(rec files.Record) files.File {
+	return files.File{Record: rec, Downloadable: true}
+}
+
+func TestUploadAnswerSaysDownloadableAsReadsDo(t *testing.T) {
+	api, _ := newTestAPI(t, Options{FileReader: &describingReader{}})
+	if !api.downloadable(files.Record{ID: "f"}) {
+		t.Error("the upload's answer would say downloadable: false where a GET says true")
+	}
+	plain, _ := newTestAPI(t, Options{FileReader: &fakeReader{}})
+	if plain.downloadable(files.Record{ID: "f"}) {
+		t.Error("a reader that cannot describe files made uploads downloadable")
+	}
+}
