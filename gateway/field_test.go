@@ -60,3 +60,20 @@ func TestUploadAnswerSaysDownloadableAsReadsDo(t *testing.T) {
 		t.Error("a reader that cannot describe files made uploads downloadable")
 	}
 }
+
+// HEAD on the content route answers GET's headers without the bytes.
+func TestHeadFileContent(t *testing.T) {
+	data := []byte("0123456789")
+	f := readFile
+	f.Size = int64(len(data))
+	h := newReadAPI(t, &fakeReader{file: f, content: data, sha: "abc"})
+	rec := serve(h, request("HEAD", "/api/v1/files/file-abc/content", "Range", "bytes=2-5"))
+	if rec.Code != http.StatusPartialContent || rec.Body.Len() != 0 || rec.Header().Get("Content-Length") != "4" ||
+		rec.Header().Get("Content-Range") != "bytes 2-5/10" {
+		t.Fatalf("HEAD: %d, %d body bytes, headers %v", rec.Code, rec.Body.Len(), rec.Header())
+	}
+	rec = serve(h, request("HEAD", "/api/v1/files/file-abc/content"))
+	if rec.Code != http.StatusOK || rec.Body.Len() != 0 || rec.Header().Get("Content-Length") != "10" {
+		t.Fatalf("HEAD: %d, %d body bytes, headers %v", rec.Code, rec.Body.Len(), rec.Header())
+	}
+}

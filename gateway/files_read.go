@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"path"
@@ -370,10 +371,12 @@ func parseRange(header string, size int64) (start, length int64, partial bool, e
 		return 0, size, false, nil
 	}
 	bad := func(problem string) error { return badRequest(map[string]any{"Range": problem}) }
-	spec, ok := strings.CutPrefix(header, "bytes=")
-	if !ok {
+	// The range unit is case-insensitive (RFC 9110 14.1).
+	const unit = "bytes="
+	if len(header) < len(unit) || !strings.EqualFold(header[:len(unit)], unit) {
 		return 0, 0, false, bad("must be bytes=first-last")
 	}
+	spec := header[len(unit):]
 	if strings.Contains(spec, ",") {
 		return 0, 0, false, bad("only one range is served")
 	}
@@ -381,11 +384,17 @@ func parseRange(header string, size int64) (start, length int64, partial bool, e
 	if !ok {
 		return 0, 0, false, bad("must be bytes=first-last")
 	}
+	// A position too large for int64 is clamped, not refused (RFC 9110
+	// 14.1.2: a last position past the end means the end; a first one
+	// past it is unsatisfiable either way).
 	num := func(s string) (int64, bool) {
-		if s == "" || len(s) > 18 || strings.TrimLeft(s, "0123456789") != "" {
+		if s == "" || strings.TrimLeft(s, "0123456789") != "" {
 			return 0, false
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return math.MaxInt64, true
+		}
 		return n, err == nil
 	}
 	if first == "" { // the last n bytes

@@ -205,6 +205,7 @@ func (a *API) Handler() http.Handler {
 			r.Get(apiPrefix+"/files/{id}", a.adapt(a.getFile))
 			r.Delete(apiPrefix+"/files/{id}", a.adapt(a.deleteFile))
 			r.Get(apiPrefix+"/files/{id}/content", a.adapt(a.fileContent))
+			r.Head(apiPrefix+"/files/{id}/content", a.adapt(a.fileContent))
 		})
 	})
 	return r
