@@ -20,6 +20,8 @@ var (
 	// what they uploaded (files.downloadable is false), and the key is not
 	// a service key. 400 "File is not downloadable".
 	ErrNotDownloadable = errors.New("file is not downloadable")
+	// ErrContentMissing: the file's record is there but its object is not.
+	ErrContentMissing = errors.New("file content is missing")
 	// ErrInvalidParam: a query or path parameter is malformed; the error is
 	// a *ParamError naming it.
 	ErrInvalidParam = errors.New("invalid parameter")
@@ -466,13 +468,25 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 		return StreamContent(f, cmp.Or(pc.ContentType, rec.MimeType, "application/octet-stream"), pc.Length, pc.Body), nil
 	}
 	key := rec.ObjectKey
-	open := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+	openRange := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
 		return openRangeBySkipping(ctx, s.d.Bucket, key, offset, length)
 	}
 	if ro, ok := s.d.Bucket.(storage.RangeOpener); ok {
-		open = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+		openRange = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
 			return ro.OpenRange(ctx, key, offset, length)
 		}
+	}
+	open := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+		rc, err := openRange(ctx, offset, length)
+		if errors.Is(err, storage.ErrNotFound) {
+			// The record outlived its object (removed behind the gateway,
+			// or lost by the store): the operator must hear of it; the
+			// client gets a clear answer, not a 500.
+			s.d.Log.Error("file record without its object", "file_id", rec.ID, "workspace_id", rec.WorkspaceID,
+				"backend", rec.Backend, "object_key", key)
+			return nil, fmt.Errorf("%w: file %s", ErrContentMissing, rec.ID)
+		}
+		return rc, err
 	}
 	return RangedContent(s.file(rec), rec.MimeType, rec.SHA256, rec.Size, open), nil
 }

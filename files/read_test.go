@@ -494,3 +494,28 @@ func TestRefusalsNameTheParameter(t *testing.T) {
 	_, err = openProvider(context.Background(), r.store, r.opener, aliceOther, ProviderOpenAI, aliceKey.ID)
 	check(t, err, ErrNoProviderKey, "provider")
 }
+
+// A record whose object is gone is ErrContentMissing, logged once with the
+// file's id, never an unexplained failure.
+func TestOpenContentOfAMissingObject(t *testing.T) {
+	r := newReadRig(t, true)
+	var logs bytes.Buffer
+	r.r.d.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	ctx := context.Background()
+	rec := r.put(t, aliceKey, "", "some bytes")
+	r.bucket.mu.Lock()
+	delete(r.bucket.objects, rec.ObjectKey)
+	r.bucket.mu.Unlock()
+	c, err := r.r.Open(ctx, FileParams{Target: Target{Key: aliceKey}, ID: rec.ID})
+	if err != nil {
+		t.Fatalf("Open = %v: the record is there", err)
+	}
+	defer c.Close()
+	if _, err := c.Body(ctx); !errors.Is(err, ErrContentMissing) {
+		t.Fatalf("Body = %v, want ErrContentMissing", err)
+	}
+	if n := strings.Count(logs.String(), "\n"); n != 1 || !strings.Contains(logs.String(), `"file_id":"`+rec.ID+`"`) ||
+		!strings.Contains(logs.String(), `"level":"ERROR"`) {
+		t.Errorf("logged %d times with the id, want once at error level:\n%s", n, logs.String())
+	}
+}
