@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"time"
+
+	"github.com/aigateway/gateway/internal/param"
 
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/storage"
@@ -107,6 +108,9 @@ type ListParams struct {
 	Target
 	Limit string // "" for DefaultListLimit
 	Order string // "asc" | "desc" | ""; the default is newest first
+	// Purpose keeps only the files uploaded for it (OpenAI's filter);
+	// "" for all.
+	Purpose string
 	// Cursor continues a previous page of ours; After (OpenAI) and AfterID
 	// (Anthropic) continue after a file id; BeforeID pages back from one.
 	Cursor, After, AfterID, BeforeID string
@@ -143,18 +147,27 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	var purpose Purpose
+	if p.Purpose != "" {
+		if purpose, err = ParsePurpose(p.Purpose); err != nil {
+			return Page{}, paramError("purpose", purposeRule)
+		}
+		if p.Provider != "" {
+			return Page{}, paramError("purpose", "filters the gateway's own files only; leave it out with provider")
+		}
+	}
 	var start *Position
 	backward := false
 	switch {
 	case p.Cursor != "":
 		c, err := s.cursors.open(p.Cursor)
-		if err != nil || c.Workspace != ws || c.Provider != p.Provider {
+		if err != nil || c.Workspace != ws || c.Provider != p.Provider || c.Purpose != purpose {
 			return Page{}, paramError("cursor", "not a cursor of this listing")
 		}
 		if p.Order != "" && c.Ascending != asc {
 			return Page{}, paramError("order", "differs from the cursor's")
 		}
-		asc, start = c.Ascending, &c.Position
+		asc, start, backward = c.Ascending, &c.Position, c.Backward
 	case p.After != "" || p.AfterID != "" || p.BeforeID != "":
 		param, id := "after", p.After
 		if p.AfterID != "" {
@@ -184,7 +197,7 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 	}
 	// Paging back from a file is paging forward in the other order, then
 	// turning the page around.
-	page, err := s.d.Records.ListFiles(ctx, ListQuery{WorkspaceID: ws, Limit: limit, Ascending: asc != backward, After: start})
+	page, err := s.d.Records.ListFiles(ctx, ListQuery{WorkspaceID: ws, Limit: limit, Ascending: asc != backward, After: start, Purpose: purpose})
 	if err != nil {
 		return Page{}, err
 	}
@@ -196,9 +209,13 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 		}
 		out.Files[j] = s.file(r)
 	}
-	if page.HasMore && !backward {
+	if page.HasMore {
+		// A page that has more always says how to get it: forward after its
+		// last file, or, paging back, on back from the file furthest back
+		// (the last one read, the first one shown).
 		last := page.Records[len(page.Records)-1]
-		out.Cursor = s.cursors.seal(cursor{Workspace: ws, Ascending: asc, Position: Position{CreatedAt: last.CreatedAt, ID: last.ID}})
+		out.Cursor = s.cursors.seal(cursor{Workspace: ws, Ascending: asc, Backward: backward, Purpose: purpose,
+			Position: Position{CreatedAt: last.CreatedAt, ID: last.ID}})
 	}
 	return out, nil
 }
@@ -234,8 +251,8 @@ func (s *ReadService) listProvider(ctx context.Context, ws, name, keyID string, 
 func parsePaging(p ListParams) (limit int, asc bool, err error) {
 	limit = DefaultListLimit
 	if p.Limit != "" {
-		n, err := strconv.Atoi(p.Limit)
-		if err != nil || n < 1 || n > MaxListLimit {
+		n, ok := param.Int(p.Limit, 1, MaxListLimit)
+		if !ok {
 			return 0, false, paramError("limit", fmt.Sprintf("must be an integer from 1 to %d", MaxListLimit))
 		}
 		limit = n
@@ -247,14 +264,16 @@ func parsePaging(p ListParams) (limit int, asc bool, err error) {
 	default:
 		return 0, false, paramError("order", "must be asc or desc")
 	}
+	// Of two ways to say where to start, the second one given is the one
+	// at fault.
 	set := 0
-	for _, v := range []string{p.Cursor, p.After, p.AfterID, p.BeforeID} {
-		if v != "" {
-			set++
+	for _, v := range []struct{ name, value string }{{"cursor", p.Cursor}, {"after", p.After}, {"after_id", p.AfterID}, {"before_id", p.BeforeID}} {
+		if v.value == "" {
+			continue
 		}
-	}
-	if set > 1 {
-		return 0, false, paramError("cursor", "use only one of cursor, after, after_id and before_id")
+		if set++; set > 1 {
+			return 0, false, paramError(v.name, "use only one of cursor, after, after_id and before_id")
+		}
 	}
 	return limit, asc, nil
 }

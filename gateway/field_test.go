@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -76,4 +77,34 @@ func TestHeadFileContent(t *testing.T) {
 	if rec.Code != http.StatusOK || rec.Body.Len() != 0 || rec.Header().Get("Content-Length") != "10" {
 		t.Fatalf("HEAD: %d, %d body bytes, headers %v", rec.Code, rec.Body.Len(), rec.Header())
 	}
+}
+
+// Item 8: the parameter at fault is named as the client named it, and a
+// parameter given twice is refused.
+func TestFileListNamesTheParameterAtFault(t *testing.T) {
+	api, _ := newTestAPI(t, Options{FileReader: &pagingReader{}})
+	h := api.Handler()
+	for query, param := range map[string]string{
+		"page=garbage":    "page",
+		"limit=5&limit=6": "limit",
+		"cursor=a&page=b": "page",
+	} {
+		rec := do(t, h, "GET", apiPrefix+"/files?"+query, "standard", nil)
+		env := decodeEnvelope(t, rec)
+		fields, _ := env.Error.Metadata["fields"].(map[string]any)
+		if rec.Code != http.StatusBadRequest || fields[param] == nil {
+			t.Errorf("?%s: %d %v, want 400 naming %s", query, rec.Code, env.Error.Metadata, param)
+		}
+	}
+}
+
+// pagingReader refuses every cursor, as the read service refuses one it
+// did not make.
+type pagingReader struct{ fakeReader }
+
+func (*pagingReader) List(_ context.Context, p files.ListParams) (files.Page, error) {
+	if p.Cursor != "" {
+		return files.Page{}, &files.ParamError{Param: "cursor", Problem: "not a cursor of this listing"}
+	}
+	return files.Page{}, nil
 }

@@ -66,19 +66,32 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
+	// One parser's rules for every list: a parameter given twice is
+	// refused by name, never silently read once.
+	for name, vs := range q {
+		if len(vs) > 1 {
+			return badRequest(map[string]any{name: "must be given once"})
+		}
+	}
 	cursor := q.Get("cursor")
-	if p := q.Get("page"); p != "" {
+	byPage := q.Get("page") != ""
+	if byPage {
 		// The Anthropic SDKs' name for the cursor: they send back the
 		// next_page of the previous answer.
 		if cursor != "" {
 			return badRequest(map[string]any{"page": "use either cursor or page"})
 		}
-		cursor = p
+		cursor = q.Get("page")
 	}
 	page, err := a.reader.List(r.Context(), files.ListParams{
-		Target: t, Limit: q.Get("limit"), Order: q.Get("order"),
+		Target: t, Limit: q.Get("limit"), Order: q.Get("order"), Purpose: q.Get("purpose"),
 		Cursor: cursor, After: q.Get("after"), AfterID: q.Get("after_id"), BeforeID: q.Get("before_id"),
 	})
+	var pe *files.ParamError
+	if byPage && errors.As(err, &pe) && pe.Param == "cursor" {
+		// The problem is the client's page, named as it named it.
+		return &files.ParamError{Param: "page", Problem: pe.Problem}
+	}
 	if err != nil {
 		return err
 	}
