@@ -17,6 +17,11 @@ type cursor struct {
 	Workspace string `json:"w"`
 	Provider  string `json:"p,omitempty"`
 	Ascending bool   `json:"a,omitempty"`
+	// Backward continues a listing paged back (before_id): the next page
+	// is the one before Position.
+	Backward bool
+	// Purpose is the listing's purpose filter.
+	Purpose Purpose
 	Position
 }
 
@@ -25,6 +30,8 @@ type cursorJSON struct {
 	Workspace string `json:"w"`
 	Provider  string `json:"p,omitempty"`
 	Ascending bool   `json:"a,omitempty"`
+	Backward  bool   `json:"b,omitempty"`
+	Purpose   string `json:"u,omitempty"`
 	Micros    int64  `json:"t,omitempty"`
 	ID        string `json:"i"`
 }
@@ -42,7 +49,8 @@ func (s cursorSigner) seal(c cursor) string {
 	if !c.CreatedAt.IsZero() {
 		micros = c.CreatedAt.UnixMicro()
 	}
-	payload, _ := json.Marshal(cursorJSON{Workspace: c.Workspace, Provider: c.Provider, Ascending: c.Ascending, Micros: micros, ID: c.ID})
+	payload, _ := json.Marshal(cursorJSON{Workspace: c.Workspace, Provider: c.Provider, Ascending: c.Ascending,
+		Backward: c.Backward, Purpose: string(c.Purpose), Micros: micros, ID: c.ID})
 	enc := base64.RawURLEncoding
 	return cursorVersion + enc.EncodeToString(payload) + "." + enc.EncodeToString(s.tag(payload))
 }
@@ -63,7 +71,8 @@ func (s cursorSigner) open(token string) (cursor, error) {
 	if err := json.Unmarshal(payload, &cj); err != nil || cj.ID == "" {
 		return cursor{}, errBadCursor
 	}
-	c := cursor{Workspace: cj.Workspace, Provider: cj.Provider, Ascending: cj.Ascending, Position: Position{ID: cj.ID}}
+	c := cursor{Workspace: cj.Workspace, Provider: cj.Provider, Ascending: cj.Ascending, Backward: cj.Backward,
+		Purpose: Purpose(cj.Purpose), Position: Position{ID: cj.ID}}
 	if cj.Micros != 0 {
 		c.CreatedAt = time.UnixMicro(cj.Micros).UTC()
 	}

@@ -23,6 +23,8 @@ type ListQuery struct {
 	// After, when set, starts the page strictly after this position in the
 	// page's order.
 	After *Position
+	// Purpose, when set, keeps only the files uploaded for it.
+	Purpose Purpose
 }
 
 // RecordPage is one page of records, in the query's order.

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"time"
+
+	"github.com/aigateway/gateway/internal/param"
 
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/storage"
@@ -20,6 +21,8 @@ var (
 	// what they uploaded (files.downloadable is false), and the key is not
 	// a service key. 400 "File is not downloadable".
 	ErrNotDownloadable = errors.New("file is not downloadable")
+	// ErrContentMissing: the file's record is there but its object is not.
+	ErrContentMissing = errors.New("file content is missing")
 	// ErrInvalidParam: a query or path parameter is malformed; the error is
 	// a *ParamError naming it.
 	ErrInvalidParam = errors.New("invalid parameter")
@@ -105,6 +108,9 @@ type ListParams struct {
 	Target
 	Limit string // "" for DefaultListLimit
 	Order string // "asc" | "desc" | ""; the default is newest first
+	// Purpose keeps only the files uploaded for it (OpenAI's filter);
+	// "" for all.
+	Purpose string
 	// Cursor continues a previous page of ours; After (OpenAI) and AfterID
 	// (Anthropic) continue after a file id; BeforeID pages back from one.
 	Cursor, After, AfterID, BeforeID string
@@ -141,18 +147,27 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	var purpose Purpose
+	if p.Purpose != "" {
+		if purpose, err = ParsePurpose(p.Purpose); err != nil {
+			return Page{}, paramError("purpose", purposeRule)
+		}
+		if p.Provider != "" {
+			return Page{}, paramError("purpose", "filters the gateway's own files only; leave it out with provider")
+		}
+	}
 	var start *Position
 	backward := false
 	switch {
 	case p.Cursor != "":
 		c, err := s.cursors.open(p.Cursor)
-		if err != nil || c.Workspace != ws || c.Provider != p.Provider {
+		if err != nil || c.Workspace != ws || c.Provider != p.Provider || c.Purpose != purpose {
 			return Page{}, paramError("cursor", "not a cursor of this listing")
 		}
 		if p.Order != "" && c.Ascending != asc {
 			return Page{}, paramError("order", "differs from the cursor's")
 		}
-		asc, start = c.Ascending, &c.Position
+		asc, start, backward = c.Ascending, &c.Position, c.Backward
 	case p.After != "" || p.AfterID != "" || p.BeforeID != "":
 		param, id := "after", p.After
 		if p.AfterID != "" {
@@ -182,7 +197,7 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 	}
 	// Paging back from a file is paging forward in the other order, then
 	// turning the page around.
-	page, err := s.d.Records.ListFiles(ctx, ListQuery{WorkspaceID: ws, Limit: limit, Ascending: asc != backward, After: start})
+	page, err := s.d.Records.ListFiles(ctx, ListQuery{WorkspaceID: ws, Limit: limit, Ascending: asc != backward, After: start, Purpose: purpose})
 	if err != nil {
 		return Page{}, err
 	}
@@ -194,9 +209,13 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 		}
 		out.Files[j] = s.file(r)
 	}
-	if page.HasMore && !backward {
+	if page.HasMore {
+		// A page that has more always says how to get it: forward after its
+		// last file, or, paging back, on back from the file furthest back
+		// (the last one read, the first one shown).
 		last := page.Records[len(page.Records)-1]
-		out.Cursor = s.cursors.seal(cursor{Workspace: ws, Ascending: asc, Position: Position{CreatedAt: last.CreatedAt, ID: last.ID}})
+		out.Cursor = s.cursors.seal(cursor{Workspace: ws, Ascending: asc, Backward: backward, Purpose: purpose,
+			Position: Position{CreatedAt: last.CreatedAt, ID: last.ID}})
 	}
 	return out, nil
 }
@@ -232,8 +251,8 @@ func (s *ReadService) listProvider(ctx context.Context, ws, name, keyID string, 
 func parsePaging(p ListParams) (limit int, asc bool, err error) {
 	limit = DefaultListLimit
 	if p.Limit != "" {
-		n, err := strconv.Atoi(p.Limit)
-		if err != nil || n < 1 || n > MaxListLimit {
+		n, ok := param.Int(p.Limit, 1, MaxListLimit)
+		if !ok {
 			return 0, false, paramError("limit", fmt.Sprintf("must be an integer from 1 to %d", MaxListLimit))
 		}
 		limit = n
@@ -245,14 +264,16 @@ func parsePaging(p ListParams) (limit int, asc bool, err error) {
 	default:
 		return 0, false, paramError("order", "must be asc or desc")
 	}
+	// Of two ways to say where to start, the second one given is the one
+	// at fault.
 	set := 0
-	for _, v := range []string{p.Cursor, p.After, p.AfterID, p.BeforeID} {
-		if v != "" {
-			set++
+	for _, v := range []struct{ name, value string }{{"cursor", p.Cursor}, {"after", p.After}, {"after_id", p.AfterID}, {"before_id", p.BeforeID}} {
+		if v.value == "" {
+			continue
 		}
-	}
-	if set > 1 {
-		return 0, false, paramError("cursor", "use only one of cursor, after, after_id and before_id")
+		if set++; set > 1 {
+			return 0, false, paramError(v.name, "use only one of cursor, after, after_id and before_id")
+		}
 	}
 	return limit, asc, nil
 }
@@ -466,13 +487,25 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 		return StreamContent(f, cmp.Or(pc.ContentType, rec.MimeType, "application/octet-stream"), pc.Length, pc.Body), nil
 	}
 	key := rec.ObjectKey
-	open := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+	openRange := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
 		return openRangeBySkipping(ctx, s.d.Bucket, key, offset, length)
 	}
 	if ro, ok := s.d.Bucket.(storage.RangeOpener); ok {
-		open = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+		openRange = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
 			return ro.OpenRange(ctx, key, offset, length)
 		}
+	}
+	open := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+		rc, err := openRange(ctx, offset, length)
+		if errors.Is(err, storage.ErrNotFound) {
+			// The record outlived its object (removed behind the gateway,
+			// or lost by the store): the operator must hear of it; the
+			// client gets a clear answer, not a 500.
+			s.d.Log.Error("file record without its object", "file_id", rec.ID, "workspace_id", rec.WorkspaceID,
+				"backend", rec.Backend, "object_key", key)
+			return nil, fmt.Errorf("%w: file %s", ErrContentMissing, rec.ID)
+		}
+		return rc, err
 	}
 	return RangedContent(s.file(rec), rec.MimeType, rec.SHA256, rec.Size, open), nil
 }
@@ -498,6 +531,10 @@ func openRangeBySkipping(ctx context.Context, b storage.Bucket, key string, offs
 func (s *ReadService) file(rec Record) File {
 	return File{Record: rec, Downloadable: s.cfg.Downloadable && !IsProvider(rec.Backend)}
 }
+
+// Describe is the file rec as the read routes show it, so an upload's answer
+// says what a later GET of it says.
+func (s *ReadService) Describe(rec Record) File { return s.file(rec) }
 
 // providerFile is a provider's description of one of its files as shown.
 func providerFile(ws, provider string, f ProviderFileInfo) File {

@@ -2,6 +2,7 @@ package files
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,7 @@ func (s *fakeStore) ListFiles(_ context.Context, q ListQuery) (RecordPage, error
 	defer s.mu.Unlock()
 	var rs []Record
 	for _, r := range s.records {
-		if r.WorkspaceID == q.WorkspaceID {
+		if r.WorkspaceID == q.WorkspaceID && (q.Purpose == "" || cmp.Or(r.Purpose, DefaultPurpose) == q.Purpose) {
 			rs = append(rs, r)
 		}
 	}
@@ -266,7 +267,12 @@ func TestListRefusesBadParameters(t *testing.T) {
 		{"cursor of another workspace", ListParams{Target: Target{WorkspaceID: aliceOther}, Cursor: first.Cursor}, "cursor"},
 		{"cursor of another destination", ListParams{Target: Target{Provider: ProviderOpenAI}, Cursor: first.Cursor}, "cursor"},
 		{"cursor with another order", ListParams{Order: "asc", Cursor: first.Cursor}, "order"},
-		{"two positions", ListParams{Cursor: first.Cursor, After: first.Files[0].ID}, "cursor"},
+		// The second way to say where to start is the one named.
+		{"two positions", ListParams{Cursor: first.Cursor, After: first.Files[0].ID}, "after"},
+		{"after and before_id", ListParams{After: first.Files[0].ID, BeforeID: first.Files[0].ID}, "before_id"},
+		{"limit with a sign", ListParams{Limit: "+5"}, "limit"},
+		{"unknown purpose", ListParams{Purpose: "homework"}, "purpose"},
+		{"purpose with a provider", ListParams{Purpose: "batch", Target: Target{Key: aliceKey, Provider: ProviderOpenAI}}, "purpose"},
 		{"malformed after", ListParams{After: "a b"}, "after"},
 		{"unknown after_id", ListParams{AfterID: "file-unknown"}, "after_id"},
 		{"malformed before_id", ListParams{BeforeID: strings.Repeat("x", 200)}, "before_id"},
@@ -493,4 +499,112 @@ func TestRefusalsNameTheParameter(t *testing.T) {
 	check(t, err, ErrUnknownProvider, "provider")
 	_, err = openProvider(context.Background(), r.store, r.opener, aliceOther, ProviderOpenAI, aliceKey.ID)
 	check(t, err, ErrNoProviderKey, "provider")
+}
+
+// A record whose object is gone is ErrContentMissing, logged once with the
+// file's id, never an unexplained failure.
+func TestOpenContentOfAMissingObject(t *testing.T) {
+	r := newReadRig(t, true)
+	var logs bytes.Buffer
+	r.r.d.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	ctx := context.Background()
+	rec := r.put(t, aliceKey, "", "some bytes")
+	r.bucket.mu.Lock()
+	delete(r.bucket.objects, rec.ObjectKey)
+	r.bucket.mu.Unlock()
+	c, err := r.r.Open(ctx, FileParams{Target: Target{Key: aliceKey}, ID: rec.ID})
+	if err != nil {
+		t.Fatalf("Open = %v: the record is there", err)
+	}
+	defer c.Close()
+	if _, err := c.Body(ctx); !errors.Is(err, ErrContentMissing) {
+		t.Fatalf("Body = %v, want ErrContentMissing", err)
+	}
+	if n := strings.Count(logs.String(), "\n"); n != 1 || !strings.Contains(logs.String(), `"file_id":"`+rec.ID+`"`) ||
+		!strings.Contains(logs.String(), `"level":"ERROR"`) {
+		t.Errorf("logged %d times with the id, want once at error level:\n%s", n, logs.String())
+	}
+}
+
+// Item 9 of the field report: a page that has more always carries its
+// cursor, also when paging back from a file; following it pages on back.
+func TestBackwardPagesCarryTheirCursor(t *testing.T) {
+	r := newReadRig(t, false)
+	ctx := context.Background()
+	for i := range 7 {
+		r.put(t, aliceKey, "", fmt.Sprint("file ", i))
+	}
+	all, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}})
+	if err != nil || len(all.Files) != 7 {
+		t.Fatalf("list: %d files, %v", len(all.Files), err)
+	}
+	// Before the last file of the listing are the six others.
+	last := all.Files[6].ID
+	page, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, BeforeID: last, Limit: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for range 10 {
+		for _, f := range page.Files {
+			seen = append(seen, f.ID)
+		}
+		if !page.HasMore {
+			break
+		}
+		if page.Cursor == "" {
+			t.Fatalf("a page with more has no cursor (after %v)", seen)
+		}
+		if page, err = r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Cursor: page.Cursor, Limit: "2"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(seen)
+	var want []string
+	for _, f := range all.Files[:6] {
+		want = append(want, f.ID)
+	}
+	slices.Sort(want)
+	if !slices.Equal(seen, want) {
+		t.Errorf("paging back saw %v, want every file newer than the oldest once: %v", seen, want)
+	}
+}
+
+// Item 12: purpose filters the gateway's own files; its cursor keeps the
+// filter.
+func TestListByPurpose(t *testing.T) {
+	r := newReadRig(t, false)
+	ctx := context.Background()
+	for i := range 5 {
+		up, err := r.s.Begin(ctx, Params{Key: aliceKey, Declared: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := up.Write(ctx, "notes.txt", strings.NewReader(fmt.Sprint("file ", i))); err != nil {
+			t.Fatal(err)
+		}
+		purpose := PurposeUserData
+		if i%2 == 0 {
+			purpose = PurposeBatch
+		}
+		if _, err := up.Commit(ctx, purpose); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Purpose: "batch", Limit: "2"})
+	if err != nil || len(page.Files) != 2 || !page.HasMore {
+		t.Fatalf("first page: %+v, %v", page, err)
+	}
+	next, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Purpose: "batch", Cursor: page.Cursor, Limit: "2"})
+	if err != nil || len(next.Files) != 1 || next.HasMore {
+		t.Fatalf("second page: %+v, %v", next, err)
+	}
+	for _, f := range append(page.Files, next.Files...) {
+		if f.Purpose != PurposeBatch {
+			t.Errorf("%s has purpose %q", f.ID, f.Purpose)
+		}
+	}
+	if _, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Cursor: page.Cursor, Limit: "2"}); err == nil {
+		t.Error("a cursor of the batch listing continued the unfiltered one")
+	}
 }

@@ -179,7 +179,7 @@ func (a *API) wrongMethod(routes chi.Routes) handlerFunc {
 }
 
 // routeMethods are the methods the API has routes for, in Allow's order.
-var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
 // allowedMethods lists the methods routes serves at r's path, matched the
 // way chi routes (the raw path when the request kept one).

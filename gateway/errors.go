@@ -44,6 +44,7 @@ const (
 	msgManagedByCLI       = "Manage this key with the CLI"
 	msgServiceOnly        = "Only service keys can report usage"
 	msgKeyLimit           = "Key limit exceeded"
+	msgContentMissing     = "File content is missing: its record is kept, its bytes are gone"
 	msgBudget             = "Workspace budget exceeded"
 	msgNotFound           = "Resource not found"
 	msgMethodNotAllowed   = "Method not allowed"
@@ -115,6 +116,7 @@ var errorTable = []errorKind{
 	{sniff.ErrEmptyFile, http.StatusBadRequest, msgBadRequest},
 	{files.ErrInvalidParam, http.StatusBadRequest, msgBadRequest},
 	{files.ErrNotDownloadable, http.StatusBadRequest, msgNotDownloadable},
+	{files.ErrContentMissing, http.StatusNotFound, msgContentMissing},
 	{errRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable, msgRangeNotSatisfiable},
 	{files.ErrNotFound, http.StatusNotFound, msgNotFound},
 	{files.ErrProviderRateLimited, http.StatusTooManyRequests, msgRateLimited},

@@ -142,8 +142,23 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, fileShape(negotiateShape(r), rec, false))
+	writeJSON(w, http.StatusOK, fileShape(negotiateShape(r), rec, a.downloadable(rec)))
 	return nil
+}
+
+// describer is the part of a FileReader that shows a file as the read
+// routes do.
+type describer interface {
+	Describe(files.Record) files.File
+}
+
+// downloadable is what the read routes say of rec's downloadable, so the
+// upload's answer and a later GET agree.
+func (a *API) downloadable(rec files.Record) bool {
+	if d, ok := a.reader.(describer); ok {
+		return d.Describe(rec).Downloadable
+	}
+	return false
 }
 
 // malformed is the answer to err, met while parsing the multipart body:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"path"
@@ -65,19 +66,32 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
+	// One parser's rules for every list: a parameter given twice is
+	// refused by name, never silently read once.
+	for name, vs := range q {
+		if len(vs) > 1 {
+			return badRequest(map[string]any{name: "must be given once"})
+		}
+	}
 	cursor := q.Get("cursor")
-	if p := q.Get("page"); p != "" {
+	byPage := q.Get("page") != ""
+	if byPage {
 		// The Anthropic SDKs' name for the cursor: they send back the
 		// next_page of the previous answer.
 		if cursor != "" {
 			return badRequest(map[string]any{"page": "use either cursor or page"})
 		}
-		cursor = p
+		cursor = q.Get("page")
 	}
 	page, err := a.reader.List(r.Context(), files.ListParams{
-		Target: t, Limit: q.Get("limit"), Order: q.Get("order"),
+		Target: t, Limit: q.Get("limit"), Order: q.Get("order"), Purpose: q.Get("purpose"),
 		Cursor: cursor, After: q.Get("after"), AfterID: q.Get("after_id"), BeforeID: q.Get("before_id"),
 	})
+	var pe *files.ParamError
+	if byPage && errors.As(err, &pe) && pe.Param == "cursor" {
+		// The problem is the client's page, named as it named it.
+		return &files.ParamError{Param: "page", Problem: pe.Problem}
+	}
 	if err != nil {
 		return err
 	}
@@ -370,10 +384,12 @@ func parseRange(header string, size int64) (start, length int64, partial bool, e
 		return 0, size, false, nil
 	}
 	bad := func(problem string) error { return badRequest(map[string]any{"Range": problem}) }
-	spec, ok := strings.CutPrefix(header, "bytes=")
-	if !ok {
+	// The range unit is case-insensitive (RFC 9110 14.1).
+	const unit = "bytes="
+	if len(header) < len(unit) || !strings.EqualFold(header[:len(unit)], unit) {
 		return 0, 0, false, bad("must be bytes=first-last")
 	}
+	spec := header[len(unit):]
 	if strings.Contains(spec, ",") {
 		return 0, 0, false, bad("only one range is served")
 	}
@@ -381,11 +397,17 @@ func parseRange(header string, size int64) (start, length int64, partial bool, e
 	if !ok {
 		return 0, 0, false, bad("must be bytes=first-last")
 	}
+	// A position too large for int64 is clamped, not refused (RFC 9110
+	// 14.1.2: a last position past the end means the end; a first one
+	// past it is unsatisfiable either way).
 	num := func(s string) (int64, bool) {
-		if s == "" || len(s) > 18 || strings.TrimLeft(s, "0123456789") != "" {
+		if s == "" || strings.TrimLeft(s, "0123456789") != "" {
 			return 0, false
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return math.MaxInt64, true
+		}
 		return n, err == nil
 	}
 	if first == "" { // the last n bytes

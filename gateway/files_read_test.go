@@ -247,6 +247,14 @@ func TestDownload(t *testing.T) {
 		{"if-range differs", []string{"Range", "bytes=0-0", "If-Range", `"old"`}, 200, string(data), nil},
 		{"unsatisfiable", []string{"Range", "bytes=20-"}, 416, "", map[string]string{"Content-Range": "bytes */20"}},
 		{"zero suffix", []string{"Range", "bytes=-0"}, 416, "", map[string]string{"Content-Range": "bytes */20"}},
+		// RFC 9110: a last position of any length is clamped to the end;
+		// the unit is case-insensitive; a first position past the end is
+		// unsatisfiable however long it is written.
+		{"huge last position", []string{"Range", "bytes=0-9223372036854775807"}, 206, string(data), map[string]string{"Content-Range": "bytes 0-19/20"}},
+		{"last position past int64", []string{"Range", "bytes=3-99999999999999999999999"}, 206, string(data[3:]), map[string]string{"Content-Range": "bytes 3-19/20"}},
+		{"huge suffix", []string{"Range", "bytes=-99999999999999999999"}, 206, string(data), map[string]string{"Content-Range": "bytes 0-19/20"}},
+		{"unit in capitals", []string{"Range", "Bytes=0-4"}, 206, "01234", map[string]string{"Content-Range": "bytes 0-4/20"}},
+		{"huge first position", []string{"Range", "bytes=99999999999999999999-"}, 416, "", map[string]string{"Content-Range": "bytes */20"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,7 +285,7 @@ func TestDownload(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"bytes=5-2", "bytes=a-b", "items=0-1", "bytes=0-1,3-4", "bytes=-", "bytes=--1", "bytes=99999999999999999999-", "bytes= 1-2x"} {
+	for _, bad := range []string{"bytes=5-2", "bytes=a-b", "items=0-1", "bytes=0-1,3-4", "bytes=-", "bytes=--1", "bytes= 1-2x", "bytesx0-1"} {
 		h := newReadAPI(t, &fakeReader{file: f, content: data, sha: sha})
 		rec := serve(h, request("GET", "/api/v1/files/file-abc/content", "Range", bad))
 		env := decodeEnvelope(t, rec)

@@ -160,6 +160,8 @@ func (a *API) observe(next http.Handler) http.Handler {
 		}
 		ex.idHeader[0] = ex.requestID
 		w.Header()["X-Request-Id"] = ex.idHeader[:]
+		// The Anthropic SDKs read the id from request-id.
+		w.Header()["Request-Id"] = ex.idHeader[:]
 
 		defer func() {
 			if rec := recover(); rec != nil {

@@ -197,14 +197,15 @@ func (a *API) Handler() http.Handler {
 				r.Delete(apiPrefix+"/byok/{id}", a.adapt(a.deleteProviderKey))
 			})
 
-			r.Group(func(r chi.Router) {
-				r.Use(a.rateLimit(limits.ClassFiles))
-				r.Post(apiPrefix+"/files", a.adapt(a.uploadFile))
-				r.Get(apiPrefix+"/files", a.adapt(a.listFiles))
-				r.Get(apiPrefix+"/files/{id}", a.adapt(a.getFile))
-				r.Delete(apiPrefix+"/files/{id}", a.adapt(a.deleteFile))
-				r.Get(apiPrefix+"/files/{id}/content", a.adapt(a.fileContent))
-			})
+			// Uploads are limited by a class of their own (and by the upload
+			// admission); reads, lists and deletes go by the default class,
+			// like every other request of the key.
+			r.With(a.rateLimit(limits.ClassFiles)).Post(apiPrefix+"/files", a.adapt(a.uploadFile))
+			r.Get(apiPrefix+"/files", a.adapt(a.listFiles))
+			r.Get(apiPrefix+"/files/{id}", a.adapt(a.getFile))
+			r.Delete(apiPrefix+"/files/{id}", a.adapt(a.deleteFile))
+			r.Get(apiPrefix+"/files/{id}/content", a.adapt(a.fileContent))
+			r.Head(apiPrefix+"/files/{id}/content", a.adapt(a.fileContent))
 		})
 	})
 	return r

@@ -25,7 +25,9 @@ const (
 //     anthropic. This is checked first: the Anthropic SDKs are generated
 //     by the same toolchain as OpenAI's and send the same X-Stainless-*
 //     headers, so those say nothing of the shape;
-//   - a User-Agent starting "OpenAI/": openai;
+//   - a User-Agent of the OpenAI family: openai. The Python SDK builds it
+//     from the client's class name, so AsyncOpenAI, AzureOpenAI and
+//     AsyncAzureOpenAI send their own names; the Node SDK sends "OpenAI/JS";
 //   - anything else (curl, the service's own SDK, browsers): service.
 //
 // Only prefixes are compared: SDK versions and platforms follow them.
@@ -34,11 +36,23 @@ func negotiateShape(r *http.Request) shape {
 	switch {
 	case r.Header.Get("anthropic-version") != "" || strings.HasPrefix(ua, "Anthropic/"):
 		return shapeAnthropic
-	case strings.HasPrefix(ua, "OpenAI/"):
+	case openAIAgent(ua):
 		return shapeOpenAI
 	default:
 		return shapeService
 	}
+}
+
+// openAIAgents are the User-Agent prefixes of the OpenAI SDKs' clients.
+var openAIAgents = []string{"OpenAI/", "AsyncOpenAI/", "AzureOpenAI/", "AsyncAzureOpenAI/"}
+
+func openAIAgent(ua string) bool {
+	for _, p := range openAIAgents {
+		if strings.HasPrefix(ua, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // The file in each shape. The service and anthropic shapes carry the same

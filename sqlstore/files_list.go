@@ -38,9 +38,13 @@ func (s *Store) ListFiles(ctx context.Context, q files.ListQuery) (_ files.Recor
 	}
 	query := `SELECT ` + fileColumns + ` FROM files WHERE workspace_id = $1`
 	args := []any{wsID}
+	if q.Purpose != "" {
+		args = append(args, string(q.Purpose))
+		query += fmt.Sprintf(` AND purpose = $%d`, len(args))
+	}
 	if q.After != nil {
-		query += ` AND (created_at, id) ` + cmpOp + ` ($2, $3)`
 		args = append(args, s.d.ts(micro(q.After.CreatedAt)), q.After.ID)
+		query += fmt.Sprintf(` AND (created_at, id) `+cmpOp+` ($%d, $%d)`, len(args)-1, len(args))
 	}
 	query += fmt.Sprintf(` ORDER BY created_at %s, id %s LIMIT %d`, dir, dir, q.Limit+1)
 	rows, err := s.r.QueryContext(ctx, query, args...)

@@ -34,6 +34,7 @@ func runFileReads(t *testing.T, b backend) {
 		"Delete/Race":        testDeleteRace,
 		"Keys/ServiceRole":   testServiceKeyRole,
 		"Migrations/Listing": testListingIndex,
+		"List/Purpose":       testListPurpose,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -382,5 +383,40 @@ func testPlaceholderReplaced(t *testing.T, b backend) {
 	k.UserID, k.Name, k.Role, k.CreatedAt = "alice", "svc", keys.RoleService, time.Now()
 	if err := again.CreateKey(ctx, k); err != nil {
 		t.Errorf("CreateKey(service) after the upgrade: %v", err)
+	}
+}
+
+// testListPurpose: a purpose filter keeps the files uploaded for it, in
+// order, paged.
+func testListPurpose(t *testing.T, b backend) {
+	s, ws := quotaFixture(t, b)
+	ctx := testContext(t)
+	base := time.Date(2026, 8, 18, 10, 0, 0, 0, time.UTC)
+	var batch []string
+	for i := range 6 {
+		res, err := s.Reserve(ctx, ws.ID, 1, 1<<40, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := record(ws.ID, 1)
+		rec.CreatedAt = micro(base.Add(time.Duration(i) * time.Second))
+		rec.Purpose = files.PurposeUserData
+		if i%2 == 0 {
+			rec.Purpose = files.PurposeBatch
+			batch = append(batch, rec.ID)
+		}
+		if err := s.Commit(ctx, res, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := s.ListFiles(ctx, files.ListQuery{WorkspaceID: ws.ID, Limit: 2, Ascending: true, Purpose: files.PurposeBatch})
+	if err != nil || !reflect.DeepEqual(ids(page.Records), batch[:2]) || !page.HasMore {
+		t.Fatalf("first page %v (more %v), %v; want %v", ids(page.Records), page.HasMore, err, batch[:2])
+	}
+	last := page.Records[1]
+	page, err = s.ListFiles(ctx, files.ListQuery{WorkspaceID: ws.ID, Limit: 2, Ascending: true, Purpose: files.PurposeBatch,
+		After: &files.Position{CreatedAt: last.CreatedAt, ID: last.ID}})
+	if err != nil || !reflect.DeepEqual(ids(page.Records), batch[2:]) || page.HasMore {
+		t.Fatalf("second page %v, %v; want %v", ids(page.Records), err, batch[2:])
 	}
 }

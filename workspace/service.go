@@ -12,9 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/aigateway/gateway/internal/param"
 
 	"github.com/google/uuid"
 )
@@ -164,9 +164,8 @@ func ParsePage(query map[string][]string) (Page, error) {
 			bad.add(name, "must be given once")
 			return
 		}
-		n, err := strconv.Atoi(vs[0])
-		// Atoi takes a sign; "+5" is not how anyone writes an offset.
-		if err != nil || n < lo || n > hi || strings.HasPrefix(vs[0], "+") {
+		n, ok := param.Int(vs[0], lo, hi)
+		if !ok {
 			bad.add(name, problem)
 			return
 		}

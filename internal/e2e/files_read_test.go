@@ -95,6 +95,10 @@ func testFileReads(t *testing.T, e *fileEnv) {
 		data := fileText(1000 + i)
 		resp, body := e.upload(t, key, "", nil, fmt.Sprintf("dir/notes %d é.txt", i), data)
 		id := fileWantUploaded(t, resp, body, "service", fmt.Sprintf("dir/notes %d é.txt", i), data, "text/plain")
+		// The upload's answer says downloadable as GET of the file does.
+		if got := fileJSON(t, body)["downloadable"]; got != e.g.Config.Files.Downloadable {
+			t.Errorf("upload answer says downloadable %v under files.downloadable %v", got, e.g.Config.Files.Downloadable)
+		}
 		ids = append(ids, id)
 		contents[id] = data
 	}

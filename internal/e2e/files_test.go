@@ -418,7 +418,12 @@ func fileWantUploaded(t *testing.T, resp *http.Response, body []byte, shape, fil
 	}
 	checks := map[string]any{
 		"_shape": shape, "type": "file", "filename": filename, "mime_type": mimeType,
-		"size_bytes": json.Number(strconv.Itoa(len(data))), "downloadable": false,
+		"size_bytes": json.Number(strconv.Itoa(len(data))),
+	}
+	// What GET of the same file says (files.downloadable of the gateway
+	// that answered, which the caller checks); a bool either way.
+	if _, ok := m["downloadable"].(bool); !ok {
+		t.Errorf("downloadable = %#v, want a boolean", m["downloadable"])
 	}
 	for k, v := range checks {
 		if m[k] != v {
