@@ -22,6 +22,7 @@ import (
 	"github.com/aigateway/gateway/files/sniff"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/workspace"
 )
 
 // Errors of the upload service; the HTTP layer maps each to a status.
@@ -215,6 +216,12 @@ func (s *Service) Begin(ctx context.Context, p Params) (_ Upload, err error) {
 		res, err = s.store.ReserveUpTo(ctx, ws, declared, s.cfg.WorkspaceQuota, s.cfg.ReservationTTL)
 	} else {
 		res, err = s.store.Reserve(ctx, ws, declared, s.cfg.WorkspaceQuota, s.cfg.ReservationTTL)
+	}
+	if errors.Is(err, workspace.ErrNotFound) {
+		// The workspace was deleted since it was resolved: the answer is the
+		// one an upload into a workspace already gone gets (403), not a 404
+		// the upload route never gives.
+		return nil, fmt.Errorf("%w: %w", ErrWorkspaceForbidden, err)
 	}
 	if err != nil {
 		return nil, err

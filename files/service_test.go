@@ -16,6 +16,7 @@ import (
 	"github.com/aigateway/gateway/files/sniff"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/workspace"
 )
 
 const (
@@ -718,4 +719,16 @@ func TestUnknownSizeReservesWhatIsLeft(t *testing.T) {
 			t.Errorf("Begin into a full workspace = %v", err)
 		}
 	})
+}
+
+// Item 11 of the field report: an upload whose workspace is deleted between
+// its resolution and its reservation is refused as an upload into a
+// workspace already gone is (ErrWorkspaceForbidden, 403), never a 404.
+func TestUploadRacingItsWorkspacesDeletion(t *testing.T) {
+	r := newRig(t)
+	r.store.reserveErr = workspace.ErrNotFound
+	_, err := r.upload(context.Background(), Params{Key: aliceKey, Declared: -1}, "notes.txt", strings.NewReader(hello))
+	if !errors.Is(err, ErrWorkspaceForbidden) {
+		t.Fatalf("upload = %v, want ErrWorkspaceForbidden", err)
+	}
 }
