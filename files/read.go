@@ -350,6 +350,21 @@ func (s *ReadService) Delete(ctx context.Context, p FileParams) error {
 		if IsProvider(rec.Backend) {
 			provider = rec.Backend // uploaded with provider=: its bytes are there
 		}
+	} else {
+		// A record the gateway keeps names where the file lives; a provider
+		// named otherwise would be sent a DELETE for an id it never gave,
+		// and the gateway's own object left behind.
+		rec, err := s.d.Records.FileByID(ctx, ws, p.ID)
+		switch {
+		case err == nil && rec.Backend != provider:
+			where := "the gateway's own storage"
+			if IsProvider(rec.Backend) {
+				where = rec.Backend
+			}
+			return paramError("provider", "the file is stored on "+where+", not "+provider+": delete it without provider")
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return err
+		}
 	}
 	if provider != "" {
 		prov, err := s.provider(ctx, ws, provider, p.Key.ID)

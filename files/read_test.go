@@ -608,3 +608,26 @@ func TestListByPurpose(t *testing.T) {
 		t.Error("a cursor of the batch listing continued the unfiltered one")
 	}
 }
+
+// Item 4 of the field report: DELETE with provider= of a file the gateway
+// stores itself is refused naming provider; nothing is removed and the
+// provider hears nothing of it.
+func TestDeleteWithTheWrongProvider(t *testing.T) {
+	r := newReadRig(t, false)
+	ctx := context.Background()
+	rec := r.put(t, aliceKey, "", "ours")
+	err := r.r.Delete(ctx, FileParams{Target: Target{Key: aliceKey, Provider: ProviderOpenAI}, ID: rec.ID})
+	var pe *ParamError
+	if !errors.As(err, &pe) || pe.Param != "provider" {
+		t.Fatalf("Delete = %v, want a *ParamError naming provider", err)
+	}
+	if _, err := r.r.Get(ctx, FileParams{Target: Target{Key: aliceKey}, ID: rec.ID}); err != nil {
+		t.Fatalf("the record went: %v", err)
+	}
+	if len(r.bucket.deleted) != 0 {
+		t.Fatalf("objects deleted: %v", r.bucket.deleted)
+	}
+	if err := r.r.Delete(ctx, FileParams{Target: Target{Key: aliceKey}, ID: rec.ID}); err != nil {
+		t.Fatalf("the delete without provider: %v", err)
+	}
+}
