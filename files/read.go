@@ -183,14 +183,16 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 			start = &Position{ID: id}
 			break
 		}
-		rec, err := s.d.Records.FileByID(ctx, ws, id)
+		// The position, not the row: a file deleted between two pages
+		// still anchors the next one.
+		pos, err := s.d.Records.FilePosition(ctx, ws, id)
 		if errors.Is(err, ErrNotFound) {
 			return Page{}, paramError(param, "no such file")
 		}
 		if err != nil {
 			return Page{}, err
 		}
-		start = &Position{CreatedAt: rec.CreatedAt, ID: rec.ID}
+		start = &pos
 	}
 	if p.Provider != "" {
 		return s.listProvider(ctx, ws, p.Provider, p.Key.ID, limit, asc, start, backward)

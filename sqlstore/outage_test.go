@@ -41,7 +41,7 @@ func TestClassify(t *testing.T) {
 		{"domain outcome", workspace.ErrNotFound, false},
 		{"plain bug", errors.New("scan: wrong type"), false},
 	}
-	s := &Store{d: postgresDialect}
+	s := &Store{d: postgresDialect, log: zap.NewNop()}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.err
