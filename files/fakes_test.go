@@ -27,6 +27,8 @@ type fakeStore struct {
 	released []Reservation
 	keys     map[string][]byte // workspace/provider -> sealed key
 	next     int
+	// gone are the positions of deleted records, by workspace/id.
+	gone map[string]Position
 
 	reserveErr, commitErr, releaseErr, keyErr, renewErr error
 	renewals                                            [][]string // ids of each Renew call

@@ -48,4 +48,8 @@ type Records interface {
 	// it removed. ErrNotFound when there is no such record — also for the
 	// loser of two concurrent deletes.
 	DeleteFile(ctx context.Context, workspaceID, id string) (Record, error)
+	// FilePosition returns where the file id of workspaceID stands in the
+	// listing, also for a day after it was deleted, so a client paging from
+	// it goes on where it was. ErrNotFound for an id that names neither.
+	FilePosition(ctx context.Context, workspaceID, id string) (Position, error)
 }

@@ -183,14 +183,16 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 			start = &Position{ID: id}
 			break
 		}
-		rec, err := s.d.Records.FileByID(ctx, ws, id)
+		// The position, not the row: a file deleted between two pages
+		// still anchors the next one.
+		pos, err := s.d.Records.FilePosition(ctx, ws, id)
 		if errors.Is(err, ErrNotFound) {
 			return Page{}, paramError(param, "no such file")
 		}
 		if err != nil {
 			return Page{}, err
 		}
-		start = &Position{CreatedAt: rec.CreatedAt, ID: rec.ID}
+		start = &pos
 	}
 	if p.Provider != "" {
 		return s.listProvider(ctx, ws, p.Provider, p.Key.ID, limit, asc, start, backward)
@@ -349,6 +351,21 @@ func (s *ReadService) Delete(ctx context.Context, p FileParams) error {
 		}
 		if IsProvider(rec.Backend) {
 			provider = rec.Backend // uploaded with provider=: its bytes are there
+		}
+	} else {
+		// A record the gateway keeps names where the file lives; a provider
+		// named otherwise would be sent a DELETE for an id it never gave,
+		// and the gateway's own object left behind.
+		rec, err := s.d.Records.FileByID(ctx, ws, p.ID)
+		switch {
+		case err == nil && rec.Backend != provider:
+			where := "the gateway's own storage"
+			if IsProvider(rec.Backend) {
+				where = rec.Backend
+			}
+			return paramError("provider", "the file is stored on "+where+", not "+provider+": delete it without provider")
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return err
 		}
 	}
 	if provider != "" {

@@ -61,10 +61,64 @@ func (s *fakeStore) DeleteFile(_ context.Context, ws, id string) (Record, error)
 		if r.WorkspaceID == ws && r.ID == id {
 			s.records = slices.Delete(s.records, i, i+1)
 			s.stored[ws] -= r.Size
+			if s.gone == nil {
+				s.gone = map[string]Position{}
+			}
+			s.gone[ws+"/"+id] = Position{CreatedAt: r.CreatedAt, ID: r.ID}
 			return r, nil
 		}
 	}
 	return Record{}, ErrNotFound
+}
+
+func (s *fakeStore) FilePosition(_ context.Context, ws, id string) (Position, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.records {
+		if r.WorkspaceID == ws && r.ID == id {
+			return Position{CreatedAt: r.CreatedAt, ID: r.ID}, nil
+		}
+	}
+	if p, ok := s.gone[ws+"/"+id]; ok {
+		return p, nil
+	}
+	return Position{}, ErrNotFound
+}
+
+// Item 5 of the field report: a page anchored on a file deleted since the
+// last one starts where that file stood.
+func TestPagingFromADeletedFile(t *testing.T) {
+	r := newReadRig(t, false)
+	ctx := context.Background()
+	for i := range 6 {
+		r.put(t, aliceKey, "", fmt.Sprint("file ", i))
+	}
+	all, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}})
+	if err != nil || len(all.Files) != 6 {
+		t.Fatalf("list: %v", err)
+	}
+	first, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Limit: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchor := first.Files[1].ID
+	if err := r.r.Delete(ctx, FileParams{Target: Target{Key: aliceKey}, ID: anchor}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []ListParams{{After: anchor}, {AfterID: anchor}} {
+		p.Target, p.Limit = Target{Key: aliceKey}, "2"
+		next, err := r.r.List(ctx, p)
+		if err != nil {
+			t.Fatalf("%+v after its anchor was deleted: %v", p, err)
+		}
+		if len(next.Files) != 2 || next.Files[0].ID != all.Files[2].ID || next.Files[1].ID != all.Files[3].ID {
+			t.Errorf("%+v: %v, want the 3rd and 4th files", p, next.Files)
+		}
+	}
+	back, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, BeforeID: anchor})
+	if err != nil || len(back.Files) != 1 || back.Files[0].ID != all.Files[0].ID {
+		t.Errorf("before_id a deleted file: %v, %v", back.Files, err)
+	}
 }
 
 var (
@@ -606,5 +660,28 @@ func TestListByPurpose(t *testing.T) {
 	}
 	if _, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Cursor: page.Cursor, Limit: "2"}); err == nil {
 		t.Error("a cursor of the batch listing continued the unfiltered one")
+	}
+}
+
+// Item 4 of the field report: DELETE with provider= of a file the gateway
+// stores itself is refused naming provider; nothing is removed and the
+// provider hears nothing of it.
+func TestDeleteWithTheWrongProvider(t *testing.T) {
+	r := newReadRig(t, false)
+	ctx := context.Background()
+	rec := r.put(t, aliceKey, "", "ours")
+	err := r.r.Delete(ctx, FileParams{Target: Target{Key: aliceKey, Provider: ProviderOpenAI}, ID: rec.ID})
+	var pe *ParamError
+	if !errors.As(err, &pe) || pe.Param != "provider" {
+		t.Fatalf("Delete = %v, want a *ParamError naming provider", err)
+	}
+	if _, err := r.r.Get(ctx, FileParams{Target: Target{Key: aliceKey}, ID: rec.ID}); err != nil {
+		t.Fatalf("the record went: %v", err)
+	}
+	if len(r.bucket.deleted) != 0 {
+		t.Fatalf("objects deleted: %v", r.bucket.deleted)
+	}
+	if err := r.r.Delete(ctx, FileParams{Target: Target{Key: aliceKey}, ID: rec.ID}); err != nil {
+		t.Fatalf("the delete without provider: %v", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/aigateway/gateway/files/sniff"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/workspace"
 )
 
 // Errors of the upload service; the HTTP layer maps each to a status.
@@ -207,22 +208,31 @@ func (s *Service) Begin(ctx context.Context, p Params) (_ Upload, err error) {
 	}
 	// Files sent to a BYOK provider count too: the quota bounds what the
 	// gateway keeps records of for the workspace, wherever the bytes are.
-	// A body of unknown length takes what is left of the quota, up to a
-	// whole file: it fails on quota only if its bytes really pass it.
+	// The reservation takes what is left of the quota, up to the declared
+	// body (a whole file when its length is unknown); the file is then
+	// judged by its true size, never by its multipart envelope's, so a file
+	// that fits is never refused. A declared body so far past what is left
+	// that not even its envelope could explain it is refused at once.
 	start := s.now()
 	var res Reservation
-	if p.Declared < 0 {
-		res, err = s.store.ReserveUpTo(ctx, ws, declared, s.cfg.WorkspaceQuota, s.cfg.ReservationTTL)
-	} else {
-		res, err = s.store.Reserve(ctx, ws, declared, s.cfg.WorkspaceQuota, s.cfg.ReservationTTL)
+	res, err = s.store.ReserveUpTo(ctx, ws, declared, s.cfg.WorkspaceQuota, s.cfg.ReservationTTL)
+	if errors.Is(err, workspace.ErrNotFound) {
+		// The workspace was deleted since it was resolved: the answer is the
+		// one an upload into a workspace already gone gets (403), not a 404
+		// the upload route never gives.
+		return nil, fmt.Errorf("%w: %w", ErrWorkspaceForbidden, err)
 	}
 	if err != nil {
 		return nil, err
 	}
 	u.res = &res
-	u.partial = p.Declared < 0 && res.Bytes < s.cfg.MaxFileBytes
+	u.partial = res.Bytes < declared
 	u.lease = &lease{id: res.ID, expires: start.Add(s.cfg.ReservationTTL)}
 	s.leases.add(u.lease)
+	if p.Declared >= 0 && res.Bytes < declared-MultipartAllowance {
+		// The deferred Abort releases the reservation.
+		return nil, &QuotaError{Limit: s.cfg.WorkspaceQuota, Available: res.Bytes}
+	}
 	return u, nil
 }
 
@@ -247,6 +257,11 @@ func openProvider(ctx context.Context, keys ProviderKeys, opener Opener, ws, nam
 	}
 	return prov, nil
 }
+
+// MultipartAllowance is how much of a declared upload body is taken to be
+// its multipart envelope (boundaries, part headers, small form fields) when
+// judging at once whether the file can fit the quota.
+const MultipartAllowance = 64 << 10
 
 // errInvalidWorkspaceID is ErrInvalidWorkspaceID naming its parameter.
 var errInvalidWorkspaceID = fmt.Errorf("%w: %w", ErrInvalidWorkspaceID, paramError("workspace_id", "must be a UUID"))
@@ -277,6 +292,7 @@ func (u *upload) write(ctx context.Context, filename string, body io.Reader) err
 	limited := &limitReader{r: &leaseReader{r: body, l: u.lease}, left: u.s.cfg.MaxFileBytes, limit: u.s.cfg.MaxFileBytes}
 	if u.partial {
 		limited.left, limited.quota = u.res.Bytes, true
+		limited.reserved, limited.quotaLimit = u.res.Bytes, u.s.cfg.WorkspaceQuota
 	}
 	tr, err := sniff.NewReader(limited, filename)
 	if err != nil {
@@ -433,6 +449,25 @@ func (e *TooLargeError) Metadata() map[string]any {
 	return map[string]any{"fields": map[string]any{"file": "larger than the maximum file size"}, "max_file_bytes": e.Limit}
 }
 
+// QuotaError refuses a file larger than what is left of its workspace's
+// quota. It unwraps to ErrQuotaExceeded; Metadata is the client's detail.
+type QuotaError struct {
+	Limit     int64 // the workspace's quota in bytes
+	Available int64 // what was left of it for this upload
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("%v: the file is larger than the %d bytes left of the %d-byte quota", ErrQuotaExceeded, e.Available, e.Limit)
+}
+
+// Unwrap returns ErrQuotaExceeded.
+func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
+
+// Metadata tells the client the quota and what was left of it.
+func (e *QuotaError) Metadata() map[string]any {
+	return map[string]any{"limit_bytes": e.Limit, "available_bytes": e.Available}
+}
+
 // limitReader fails with *TooLargeError as soon as more than limit bytes
 // arrive, wherever in the stream that happens; or, when quota is set, with
 // ErrQuotaExceeded once more than the left bytes reserved for it arrive.
@@ -441,6 +476,8 @@ type limitReader struct {
 	left  int64 // starts at limit, or at the reservation when quota
 	limit int64
 	quota bool
+	// reserved and quotaLimit describe the quota refusal.
+	reserved, quotaLimit int64
 }
 
 func (l *limitReader) Read(p []byte) (int, error) {
@@ -460,7 +497,7 @@ func (l *limitReader) Read(p []byte) (int, error) {
 
 func (l *limitReader) exceeded() error {
 	if l.quota {
-		return fmt.Errorf("%w: the file is larger than what is left of the workspace's quota", ErrQuotaExceeded)
+		return &QuotaError{Limit: l.quotaLimit, Available: l.reserved}
 	}
 	return &TooLargeError{Limit: l.limit}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aigateway/gateway/files/sniff"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/workspace"
 )
 
 const (
@@ -294,7 +295,10 @@ func TestBeginRefusals(t *testing.T) {
 		{"the key store fails", Params{Provider: ProviderOpenAI}, func(r *rig) { r.store.keyErr = broken }, broken, false},
 		{"the key does not open", Params{Provider: ProviderOpenAI}, func(r *rig) { r.opener.err = broken }, broken, false},
 		{"admission denies", Params{}, func(r *rig) { r.admission.err = denied }, denied, true},
-		{"quota exceeded", Params{Declared: 100}, func(r *rig) { r.store.stored[aliceDefault] = quota - 99 }, ErrQuotaExceeded, true},
+		{"quota exceeded past any envelope", Params{Declared: 100 + MultipartAllowance}, func(r *rig) {
+			r.s.cfg.MaxFileBytes = 1 << 20
+			r.store.stored[aliceDefault] = quota - 99
+		}, ErrQuotaExceeded, true},
 		{"reservation fails", Params{}, func(r *rig) { r.store.reserveErr = broken }, broken, true},
 	}
 	for _, tt := range tests {
@@ -704,11 +708,33 @@ func TestUnknownSizeReservesWhatIsLeft(t *testing.T) {
 			}
 		})
 	}
-	t.Run("declared size keeps the whole check", func(t *testing.T) {
+	t.Run("a declared body far past what is left is refused at once", func(t *testing.T) {
+		r := newRig(t)
+		r.s.cfg.MaxFileBytes = 1 << 20
+		r.store.stored[aliceDefault] = quota - left
+		if _, err := r.s.Begin(t.Context(), Params{Key: aliceKey, Declared: left + MultipartAllowance + 1}); !errors.Is(err, ErrQuotaExceeded) {
+			t.Errorf("Begin of %d declared bytes with %d left = %v", left+MultipartAllowance+1, left, err)
+		}
+	})
+	// Item 10 of the field report: the body declared is the file and its
+	// envelope; the file is judged by its own size.
+	t.Run("a file that exactly fills the quota, declared with its envelope", func(t *testing.T) {
 		r := newRig(t)
 		r.store.stored[aliceDefault] = quota - left
-		if _, err := r.s.Begin(t.Context(), Params{Key: aliceKey, Declared: left + 1}); !errors.Is(err, ErrQuotaExceeded) {
-			t.Errorf("Begin of %d declared bytes with %d left = %v", left+1, left, err)
+		body := strings.Repeat("x", int(left))
+		if _, err := r.upload(t.Context(), Params{Key: aliceKey, Declared: left + 300}, "a.txt", strings.NewReader(body)); err != nil {
+			t.Fatalf("a file of exactly the %d bytes left: %v", left, err)
+		}
+	})
+	t.Run("one byte past, declared with its envelope", func(t *testing.T) {
+		r := newRig(t)
+		r.store.stored[aliceDefault] = quota - left
+		body := strings.Repeat("x", int(left)+1)
+		if _, err := r.upload(t.Context(), Params{Key: aliceKey, Declared: left + 300}, "a.txt", strings.NewReader(body)); !errors.Is(err, ErrQuotaExceeded) {
+			t.Fatalf("a file one byte past the %d left: %v", left, err)
+		}
+		if len(r.store.reserved) != 0 || r.bucket.count() != 0 {
+			t.Errorf("refused upload left reservations %v, %d objects", r.store.reserved, r.bucket.count())
 		}
 	})
 	t.Run("nothing left", func(t *testing.T) {
@@ -718,4 +744,16 @@ func TestUnknownSizeReservesWhatIsLeft(t *testing.T) {
 			t.Errorf("Begin into a full workspace = %v", err)
 		}
 	})
+}
+
+// Item 11 of the field report: an upload whose workspace is deleted between
+// its resolution and its reservation is refused as an upload into a
+// workspace already gone is (ErrWorkspaceForbidden, 403), never a 404.
+func TestUploadRacingItsWorkspacesDeletion(t *testing.T) {
+	r := newRig(t)
+	r.store.reserveErr = workspace.ErrNotFound
+	_, err := r.upload(context.Background(), Params{Key: aliceKey, Declared: -1}, "notes.txt", strings.NewReader(hello))
+	if !errors.Is(err, ErrWorkspaceForbidden) {
+		t.Fatalf("upload = %v, want ErrWorkspaceForbidden", err)
+	}
 }

@@ -202,7 +202,14 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 		if status != http.StatusInternalServerError && errors.As(err, &me) {
 			env.Error.Metadata = me.Metadata()
 		}
-		log.Error("request failed", zap.Int("status", status), zap.String("request_id", requestIDOf(w)), zap.Error(err))
+		if outage(err) {
+			// The dependency logs its outage once, when it begins and when it
+			// ends; each request it fails is in the access log and the
+			// metrics (status 503), not one error line apiece.
+			log.Debug("request failed: dependency unavailable", zap.Int("status", status), zap.String("request_id", requestIDOf(w)), zap.Error(err))
+		} else {
+			log.Error("request failed", zap.Int("status", status), zap.String("request_id", requestIDOf(w)), zap.Error(err))
+		}
 	}
 	setRetryHeaders(w.Header(), status, err)
 	if status == http.StatusUnauthorized {
@@ -210,6 +217,12 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 	}
 	bodyClockFrom(r.Context()).prepareLinger(w.Header())
 	writeJSON(w, status, env)
+}
+
+// outage reports an error of a dependency out of reach, whose outage is
+// logged where it is detected rather than per request.
+func outage(err error) bool {
+	return errors.Is(err, storage.ErrUnavailable) || errors.Is(err, limits.ErrLimiterUnavailable)
 }
 
 // errUnavailable: a dependency needed to decide is not there (503).

@@ -485,6 +485,11 @@ func (m *memRecords) FileByID(_ context.Context, ws, id string) (files.Record, e
 	return files.Record{}, files.ErrNotFound
 }
 
+func (m *memRecords) FilePosition(ctx context.Context, ws, id string) (files.Position, error) {
+	r, err := m.FileByID(ctx, ws, id)
+	return files.Position{CreatedAt: r.CreatedAt, ID: r.ID}, err
+}
+
 func (m *memRecords) DeleteFile(ctx context.Context, ws, id string) (files.Record, error) {
 	r, err := m.FileByID(ctx, ws, id)
 	if err == nil {

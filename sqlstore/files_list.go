@@ -97,10 +97,38 @@ func (s *Store) DeleteFile(ctx context.Context, workspaceID, id string) (_ files
 			wsID, rec.Size); err != nil {
 			return fmt.Errorf("sqlstore: delete file: %w", err)
 		}
+		// Its place in the listing outlives it, for clients paging from it.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deleted_files (workspace_id, id, created_at, deleted_at)
+			VALUES ($1, $2, $3, $4) ON CONFLICT (workspace_id, id) DO NOTHING`,
+			wsID, rec.ID, s.d.ts(micro(rec.CreatedAt)), s.d.ts(micro(s.now()))); err != nil {
+			return fmt.Errorf("sqlstore: delete file: %w", err)
+		}
 		return nil
 	})
 	if err != nil {
 		return files.Record{}, err
 	}
 	return rec, nil
+}
+
+// FilePosition returns where the file id of workspaceID stands in the
+// listing: its record's (created_at, id), or a deleted file's, for a day
+// after the delete. files.ErrNotFound for an id that names neither.
+func (s *Store) FilePosition(ctx context.Context, workspaceID, id string) (_ files.Position, err error) {
+	defer s.classify(&err)
+	wsID, ok := canonicalUUID(workspaceID)
+	if !ok {
+		return files.Position{}, files.ErrNotFound
+	}
+	p := files.Position{ID: id}
+	err = s.r.QueryRowContext(ctx, `SELECT created_at FROM files WHERE id = $1 AND workspace_id = $2
+		UNION ALL SELECT created_at FROM deleted_files WHERE id = $1 AND workspace_id = $2 LIMIT 1`,
+		id, wsID).Scan(timeCol{&p.CreatedAt})
+	if errors.Is(err, sql.ErrNoRows) {
+		return files.Position{}, files.ErrNotFound
+	}
+	if err != nil {
+		return files.Position{}, fmt.Errorf("sqlstore: file position: %w", err)
+	}
+	return p, nil
 }

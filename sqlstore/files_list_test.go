@@ -220,6 +220,26 @@ func testDeleteGivesBack(t *testing.T, b backend) {
 	if _, err := s.Reserve(ctx, ws.ID, 700, 1000, time.Minute); err != nil {
 		t.Errorf("Reserve of the freed bytes: %v", err)
 	}
+	// Its place in the listing outlives it (paging from it), in its own
+	// workspace only, and is swept after a day.
+	for id, want := range map[string]files.Position{keep.ID: {CreatedAt: keep.CreatedAt, ID: keep.ID}, gone.ID: {CreatedAt: gone.CreatedAt, ID: gone.ID}} {
+		if p, err := s.FilePosition(ctx, ws.ID, id); err != nil || !p.CreatedAt.Equal(want.CreatedAt) || p.ID != want.ID {
+			t.Errorf("FilePosition(%s) = %+v, %v; want %+v", id, p, err, want)
+		}
+	}
+	if _, err := s.FilePosition(ctx, other.ID, gone.ID); !errors.Is(err, files.ErrNotFound) {
+		t.Errorf("FilePosition from another workspace = %v, want ErrNotFound", err)
+	}
+	if _, err := s.FilePosition(ctx, ws.ID, "file-never"); !errors.Is(err, files.ErrNotFound) {
+		t.Errorf("FilePosition of an unknown id = %v, want ErrNotFound", err)
+	}
+	s.now = func() time.Time { return time.Now().Add(DeletedFileRetention + time.Minute) }
+	if n, err := s.SweepDeletedFiles(ctx, 10); err != nil || n != 1 {
+		t.Errorf("SweepDeletedFiles = %d, %v; want 1", n, err)
+	}
+	if _, err := s.FilePosition(ctx, ws.ID, gone.ID); !errors.Is(err, files.ErrNotFound) {
+		t.Errorf("FilePosition after the sweep = %v, want ErrNotFound", err)
+	}
 }
 
 func testDeleteRace(t *testing.T, b backend) {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/aigateway/gateway/storage"
+	"go.uber.org/zap"
 )
 
 // classify marks *err as storage.ErrUnavailable when it says the database
@@ -18,12 +19,23 @@ import (
 // full or failing). Every exported method defers it, so callers tell an
 // outage (503, try again) from a bug (500) by one error kind, whatever the
 // database. The driver's error stays wrapped for the log.
+//
+// It also tells the log of each transition, once: the first call that
+// meets an outage logs it at error level, the first that succeeds after it
+// logs the recovery. The requests failing in between are counted (the
+// gateway's 503s) but not logged one by one.
 func (s *Store) classify(err *error) {
-	if *err == nil || errors.Is(*err, storage.ErrUnavailable) {
+	if *err == nil {
+		if s.down.Load() && s.down.CompareAndSwap(true, false) {
+			s.log.Info("metadata database reachable again")
+		}
 		return
 	}
-	if unreachable(*err) || s.d.unavailable(*err) {
+	if !errors.Is(*err, storage.ErrUnavailable) && (unreachable(*err) || s.d.unavailable(*err)) {
 		*err = fmt.Errorf("%w: %w", storage.ErrUnavailable, *err)
+	}
+	if errors.Is(*err, storage.ErrUnavailable) && s.down.CompareAndSwap(false, true) {
+		s.log.Error("metadata database unavailable: requests that need it answer 503 until it is back", zap.Error(*err))
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/aigateway/gateway/storage"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // TestClassify: an outage of the database becomes storage.ErrUnavailable
@@ -39,7 +41,7 @@ func TestClassify(t *testing.T) {
 		{"domain outcome", workspace.ErrNotFound, false},
 		{"plain bug", errors.New("scan: wrong type"), false},
 	}
-	s := &Store{d: postgresDialect}
+	s := &Store{d: postgresDialect, log: zap.NewNop()}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.err
@@ -71,6 +73,8 @@ func TestPostgresOutage(t *testing.T) {
 	}
 	proxy := startCutProxy(t, net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
 	s := b.open(t, proxiedDSN(t, dsn, proxy.addr()))
+	core, logs := observer.New(zap.InfoLevel)
+	s.log = zap.New(core)
 	ctx := testContext(t)
 	mustUser(t, s, "alice")
 	ws := mustWorkspace(t, s, "alice", "outage")
@@ -86,9 +90,21 @@ func TestPostgresOutage(t *testing.T) {
 		t.Errorf("create during the outage: %v, want ErrUnavailable", err)
 	}
 
+	for range 20 {
+		_, _ = s.WorkspaceByID(ctx, "alice", ws.ID)
+	}
+
 	proxy.restore()
 	if _, err := s.WorkspaceByID(ctx, "alice", ws.ID); err != nil {
 		t.Errorf("read after the outage: %v", err)
+	}
+	// The outage is logged when it begins and when it ends, not per call.
+	var lines []string
+	for _, e := range logs.All() {
+		lines = append(lines, e.Level.String()+" "+e.Message)
+	}
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "error metadata database unavailable") || lines[1] != "info metadata database reachable again" {
+		t.Errorf("outage logged as %q, want one error line and one recovery line", lines)
 	}
 }
 

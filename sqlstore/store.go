@@ -26,6 +26,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/aigateway/gateway/keys"
@@ -59,6 +60,8 @@ type Store struct {
 	r   *sql.DB // reads; the same pool as w on PostgreSQL
 	log *zap.Logger
 	now func() time.Time
+	// down is set while the database is unavailable (see classify).
+	down atomic.Bool
 
 	keyByID *sql.Stmt // the authentication cache-miss path, prepared once
 }

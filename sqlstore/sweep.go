@@ -141,3 +141,21 @@ func (s *Store) SweepKeyChanges(ctx context.Context, limit int) (_ int, err erro
 	n, err := res.RowsAffected()
 	return int(n), err
 }
+
+// DeletedFileRetention is how long a deleted file's position anchors
+// paging (files.Records.FilePosition).
+const DeletedFileRetention = 24 * time.Hour
+
+// SweepDeletedFiles deletes at most limit positions of files deleted more
+// than DeletedFileRetention ago and returns how many it deleted.
+func (s *Store) SweepDeletedFiles(ctx context.Context, limit int) (_ int, err error) {
+	defer s.classify(&err)
+	cutoff := s.d.ts(micro(s.now()).Add(-DeletedFileRetention))
+	res, err := s.w.ExecContext(ctx, `DELETE FROM deleted_files WHERE (workspace_id, id) IN
+		(SELECT workspace_id, id FROM deleted_files WHERE deleted_at < $1 LIMIT $2)`, cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: sweep deleted files: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

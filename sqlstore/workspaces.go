@@ -470,7 +470,7 @@ func (s *Store) DeleteWorkspace(ctx context.Context, userID string, ref workspac
 		if held.Files > 0 || held.Keys > 0 || held.Uploads > 0 {
 			return &held
 		}
-		for _, table := range []string{"quota_reservations", "workspace_usage", "byok_keys", "workspace_budgets"} {
+		for _, table := range []string{"quota_reservations", "workspace_usage", "byok_keys", "workspace_budgets", "deleted_files"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE workspace_id = $1`, id); err != nil {
 				return fmt.Errorf("sqlstore: delete workspace: %s: %w", table, err)
 			}

@@ -34,6 +34,9 @@ type Store interface {
 	// SweepKeyChanges deletes at most limit entries of the key change log
 	// that every replica has read.
 	SweepKeyChanges(ctx context.Context, limit int) (int, error)
+	// SweepDeletedFiles deletes at most limit positions of files deleted
+	// long enough ago that no client pages from them any more.
+	SweepDeletedFiles(ctx context.Context, limit int) (int, error)
 	// KnownObjects returns which of keys are the object of a file record
 	// on backend.
 	KnownObjects(ctx context.Context, backend string, keys []string) (map[string]bool, error)
@@ -80,6 +83,7 @@ const (
 	KindReservation = "reservation"
 	KindIdempotency = "idempotency_record"
 	KindKeyChange   = "key_change"
+	KindDeletedFile = "deleted_file_position"
 	KindObject      = "object_without_record"
 	KindPending     = "unfinished_upload"
 	KindMissing     = "record_without_object" // reported, never removed
@@ -94,7 +98,7 @@ func New(cfg Config, store Store, bucket storage.Bucket, log *slog.Logger, reg p
 		cfg: cfg, store: store, bucket: bucket, log: log, now: time.Now,
 		removed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_sweeper_removed_total",
-			Help: "What the sweeper removed, by kind: reservation, idempotency_record, key_change, object_without_record, unfinished_upload.",
+			Help: "What the sweeper removed, by kind: reservation, idempotency_record, key_change, deleted_file_position, object_without_record, unfinished_upload.",
 		}, []string{"kind"}),
 		missing: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_sweeper_missing_objects_total",
@@ -113,8 +117,8 @@ func New(cfg Config, store Store, bucket storage.Bucket, log *slog.Logger, reg p
 
 // Result counts what one pass did.
 type Result struct {
-	Reservations, IdempotencyRecords, KeyChanges, Objects, Pending, Missing int
-	Errors                                                                  int
+	Reservations, IdempotencyRecords, KeyChanges, DeletedFiles, Objects, Pending, Missing int
+	Errors                                                                                int
 }
 
 // Run sweeps every Interval (jittered) until ctx ends.
@@ -141,6 +145,7 @@ func (s *Sweeper) Sweep(ctx context.Context) Result {
 	r.Reservations = s.count(KindReservation, &r, func() (int, error) { return s.store.SweepReservations(ctx, s.cfg.Batch) })
 	r.IdempotencyRecords = s.count(KindIdempotency, &r, func() (int, error) { return s.store.SweepIdempotency(ctx, s.cfg.Batch) })
 	r.KeyChanges = s.count(KindKeyChange, &r, func() (int, error) { return s.store.SweepKeyChanges(ctx, s.cfg.Batch) })
+	r.DeletedFiles = s.count(KindDeletedFile, &r, func() (int, error) { return s.store.SweepDeletedFiles(ctx, s.cfg.Batch) })
 	if ps, ok := s.bucket.(storage.PendingSweeper); ok {
 		r.Pending = s.count(KindPending, &r, func() (int, error) {
 			return ps.AbortPending(ctx, s.now().Add(-s.cfg.Grace), s.cfg.Batch)

@@ -22,9 +22,9 @@ import (
 
 // fakeStore keeps counts of expired rows and the file records.
 type fakeStore struct {
-	expiredReservations, expiredIdempotency, oldKeyChanges int
-	records                                                []files.Record // sorted by id
-	err                                                    error
+	expiredReservations, expiredIdempotency, oldKeyChanges, oldDeletedFiles int
+	records                                                                 []files.Record // sorted by id
+	err                                                                     error
 }
 
 func (s *fakeStore) take(n *int, limit int) (int, error) {
@@ -46,6 +46,10 @@ func (s *fakeStore) SweepIdempotency(_ context.Context, limit int) (int, error) 
 
 func (s *fakeStore) SweepKeyChanges(_ context.Context, limit int) (int, error) {
 	return s.take(&s.oldKeyChanges, limit)
+}
+
+func (s *fakeStore) SweepDeletedFiles(_ context.Context, limit int) (int, error) {
+	return s.take(&s.oldDeletedFiles, limit)
 }
 
 func (s *fakeStore) KnownObjects(_ context.Context, backend string, keys []string) (map[string]bool, error) {

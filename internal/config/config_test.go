@@ -112,3 +112,16 @@ func TestParseSyntaxError(t *testing.T) {
 		t.Fatal("Parse accepted malformed YAML")
 	}
 }
+
+// Without a minimum upload rate no grace outlasts an upload, so the sweeper
+// (which would take a live upload's parts) must be off.
+func TestSweeperNeedsAMinimumUploadRate(t *testing.T) {
+	_, err := Parse([]byte("server: {min_upload_rate: 0}\n"), noEnv)
+	var ce *Error
+	if !errors.As(err, &ce) || !strings.Contains(ce.Error(), "sweeper.interval: must be 0") {
+		t.Fatalf("Parse = %v, want a problem of sweeper.interval", err)
+	}
+	if _, err := Parse([]byte("server: {min_upload_rate: 0}\nsweeper: {interval: 0s}\n"), noEnv); err != nil {
+		t.Fatalf("with the sweeper off: %v", err)
+	}
+}

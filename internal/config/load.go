@@ -262,8 +262,10 @@ func (c *Config) Validate() error {
 		if c.Sweeper.Grace <= longest {
 			p.add("sweeper.grace", "must be longer than the longest upload the limits allow (%v: body_read_timeout + max_file_bytes / min_upload_rate)", longest.Round(time.Second))
 		}
-	} else if c.Sweeper.Interval > 0 && c.Sweeper.Grace <= 0 {
-		p.add("sweeper.grace", "must be positive")
+	} else if c.Sweeper.Interval > 0 {
+		// Without a minimum rate an upload may trickle for ever: no grace
+		// outlasts it, and the sweeper would take a live upload's parts.
+		p.add("sweeper.interval", "must be 0 (the sweeper off) while server.min_upload_rate is 0: an upload may then last longer than any grace")
 	}
 	if c.Limits.UploadLease < 3*time.Second {
 		// Renewed every third of it: below a second apart the store is

@@ -39,6 +39,9 @@ func crashConfig(t *testing.T, sc storeCase) config.Config {
 	cfg.Limits.MaxFileBytes = 1 << 20
 	cfg.Limits.WorkspaceStorageBytes = 1 << 20
 	cfg.Server.MinUploadRate = 0 // the slow upload trickles on purpose
+	// and so the sweeper is off: no grace outlasts an upload without a
+	// minimum rate (the test of the sweeper after a crash sets its own).
+	cfg.Sweeper.Interval = 0
 	off := false
 	cfg.Limits.Rate.Enabled = &off
 	return cfg
@@ -316,6 +319,10 @@ func TestCrashBetweenStoreAndCommit(t *testing.T) {
 func testCrashBetweenStoreAndCommit(t *testing.T, bin, faulty string, sc storeCase) {
 	cfg := crashConfig(t, sc)
 	cfg.Sweeper = config.Sweeper{Interval: 200 * time.Millisecond, Grace: 2 * time.Second, Batch: 100}
+	// The grace must outlast the longest upload the limits allow: 0.5 s of
+	// idling plus 1 MiB at 1 MiB/s.
+	cfg.Server.BodyReadTimeout = 500 * time.Millisecond
+	cfg.Server.MinUploadRate = 1 << 20
 	path := writeCrashConfig(t, cfg)
 	key := fleetKey(t, path, "crash")
 	in := openFileInspector(t, cfg)
