@@ -231,6 +231,30 @@ func (c *Client) once(ctx context.Context, r request) (*http.Response, error) {
 	return c.hc.Do(req)
 }
 
+// sendData sends v as the JSON body of method path (with header's fields
+// and Content-Type), retried when retry, and returns the answer's "data".
+func sendData[T any](ctx context.Context, c *Client, method, path string, header http.Header, v any, retry bool) (*T, error) {
+	body, err := jsonBody(v)
+	if err != nil {
+		return nil, err
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	for k, vs := range header {
+		h[k] = vs
+	}
+	resp, err := c.send(ctx, request{method: method, path: path, header: h, body: body, idempotent: retry})
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Data T `json:"data"`
+	}
+	if err := decode(resp, &out); err != nil {
+		return nil, err
+	}
+	return &out.Data, nil
+}
+
 // getJSON GETs path and decodes the answer into v.
 func (c *Client) getJSON(ctx context.Context, path string, query url.Values, v any) error {
 	resp, err := c.send(ctx, request{method: http.MethodGet, path: path, query: query, idempotent: true})

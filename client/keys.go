@@ -128,22 +128,7 @@ func (c *Client) CurrentKey(ctx context.Context) (*Key, error) {
 // UpdateKey changes the fields of u in the standard key hash. A PATCH sets
 // fields to values, so sending it again is harmless: it is retried.
 func (c *Client) UpdateKey(ctx context.Context, hash string, u KeyUpdate) (*Key, error) {
-	body, err := jsonBody(u)
-	if err != nil {
-		return nil, err
-	}
-	h := http.Header{"Content-Type": {"application/json"}}
-	resp, err := c.send(ctx, request{method: http.MethodPatch, path: "/keys/" + url.PathEscape(hash), header: h, body: body, idempotent: true})
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Data Key `json:"data"`
-	}
-	if err := decode(resp, &out); err != nil {
-		return nil, err
-	}
-	return &out.Data, nil
+	return sendData[Key](ctx, c, http.MethodPatch, "/keys/"+url.PathEscape(hash), nil, u, true)
 }
 
 // DeleteKey deletes the standard key hash; every replica refuses it within
@@ -256,22 +241,7 @@ func (c *Client) UpdateProviderKey(ctx context.Context, id string, u ProviderKey
 }
 
 func (c *Client) writeProviderKey(ctx context.Context, method, path string, v any, retry bool) (*ProviderKey, error) {
-	body, err := jsonBody(v)
-	if err != nil {
-		return nil, err
-	}
-	h := http.Header{"Content-Type": {"application/json"}}
-	resp, err := c.send(ctx, request{method: method, path: path, header: h, body: body, idempotent: retry})
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Data ProviderKey `json:"data"`
-	}
-	if err := decode(resp, &out); err != nil {
-		return nil, err
-	}
-	return &out.Data, nil
+	return sendData[ProviderKey](ctx, c, method, path, nil, v, retry)
 }
 
 // GetProviderKey returns the provider key id.

@@ -92,25 +92,10 @@ type Budget struct {
 // weekly, monthly or lifetime); includeBYOK, when not nil, sets whether
 // BYOK usage counts toward all its budgets.
 func (c *Client) SetBudget(ctx context.Context, workspace, interval string, limitUSD float64, includeBYOK *bool) (*Budget, error) {
-	body, err := jsonBody(struct {
+	return sendData[Budget](ctx, c, http.MethodPut, budgetPath(workspace, interval), nil, struct {
 		LimitUSD    float64 `json:"limit_usd"`
 		IncludeBYOK *bool   `json:"include_byok_in_budgets,omitempty"`
-	}{limitUSD, includeBYOK})
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, request{method: http.MethodPut, path: budgetPath(workspace, interval),
-		header: http.Header{"Content-Type": {"application/json"}}, body: body, idempotent: true})
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Data Budget `json:"data"`
-	}
-	if err := decode(resp, &out); err != nil {
-		return nil, err
-	}
-	return &out.Data, nil
+	}{limitUSD, includeBYOK}, true)
 }
 
 // Budgets returns the workspace's budgets, lifetime first, and whether BYOK

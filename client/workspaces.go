@@ -126,25 +126,10 @@ func (c *Client) UpdateWorkspace(ctx context.Context, idOrSlug string, u Workspa
 }
 
 func (c *Client) writeWorkspace(ctx context.Context, method, path string, v any, key string) (*Workspace, error) {
-	body, err := jsonBody(v)
-	if err != nil {
-		return nil, err
-	}
 	if key == "" {
 		key = idempotencyKey()
 	}
-	h := http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {key}}
-	resp, err := c.send(ctx, request{method: method, path: path, header: h, body: body, idempotent: true})
-	if err != nil {
-		return nil, err
-	}
-	var out struct {
-		Data Workspace `json:"data"`
-	}
-	if err := decode(resp, &out); err != nil {
-		return nil, err
-	}
-	return &out.Data, nil
+	return sendData[Workspace](ctx, c, method, path, http.Header{"Idempotency-Key": {key}}, v, true)
 }
 
 // GetWorkspace returns the workspace with that id or slug (a management key).

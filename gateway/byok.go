@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -118,40 +117,15 @@ func (a *API) listProviderKeys(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// parseProviderKeyQuery reads workspace_id, offset and limit, each at most
-// once; anything else is refused by name.
+// parseProviderKeyQuery reads workspace_id, offset and limit.
 func parseProviderKeyQuery(query url.Values) (keys.ProviderKeyQuery, error) {
 	q := keys.ProviderKeyQuery{Limit: defaultProviderKeyPage}
-	for name, vs := range query {
-		if len(vs) != 1 {
-			return q, badRequest(map[string]any{name: "must be given once"})
-		}
-		v := vs[0]
-		switch name {
-		case "offset", "limit":
-			lo, hi := 0, 1_000_000
-			if name == "limit" {
-				lo, hi = 1, maxProviderKeyPage
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < lo || n > hi || v != strconv.Itoa(n) {
-				return q, badRequest(map[string]any{name: "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)})
-			}
-			if name == "limit" {
-				q.Limit = n
-			} else {
-				q.Offset = n
-			}
-		case "workspace_id":
-			if v == "" || len(v) > 64 {
-				return q, badRequest(map[string]any{"workspace_id": "must be a workspace id or slug"})
-			}
-			q.WorkspaceID = v
-		default:
-			return q, badRequest(map[string]any{name: "unknown parameter"})
-		}
-	}
-	return q, nil
+	err := readQuery(query, map[string]func(string) error{
+		"offset":       intParam("offset", &q.Offset, 0, 1_000_000),
+		"limit":        intParam("limit", &q.Limit, 1, maxProviderKeyPage),
+		"workspace_id": workspaceParam(&q.WorkspaceID),
+	})
+	return q, err
 }
 
 func (a *API) updateProviderKey(w http.ResponseWriter, r *http.Request) error {

@@ -149,38 +149,15 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// parseKeyQuery reads offset, include_disabled and workspace_id, each at
-// most once; anything else is refused by name.
+// parseKeyQuery reads offset, include_disabled and workspace_id.
 func parseKeyQuery(query url.Values) (keys.ListQuery, error) {
 	var q keys.ListQuery
-	for name, vs := range query {
-		if len(vs) != 1 {
-			return q, badRequest(map[string]any{name: "must be given once"})
-		}
-		v := vs[0]
-		switch name {
-		case "offset":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > 1_000_000 || v != strconv.Itoa(n) {
-				return q, badRequest(map[string]any{"offset": "must be an integer from 0 to 1000000"})
-			}
-			q.Offset = n
-		case "include_disabled":
-			b, err := strconv.ParseBool(v)
-			if err != nil || (v != "true" && v != "false") {
-				return q, badRequest(map[string]any{"include_disabled": "must be true or false"})
-			}
-			q.IncludeDisabled = b
-		case "workspace_id":
-			if v == "" || len(v) > 64 {
-				return q, badRequest(map[string]any{"workspace_id": "must be a workspace id or slug"})
-			}
-			q.WorkspaceID = v
-		default:
-			return q, badRequest(map[string]any{name: "unknown parameter"})
-		}
-	}
-	return q, nil
+	err := readQuery(query, map[string]func(string) error{
+		"offset":           intParam("offset", &q.Offset, 0, 1_000_000),
+		"include_disabled": boolParam("include_disabled", &q.IncludeDisabled),
+		"workspace_id":     workspaceParam(&q.WorkspaceID),
+	})
+	return q, err
 }
 
 func (a *API) updateKey(w http.ResponseWriter, r *http.Request) error {

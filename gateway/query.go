@@ -1,0 +1,61 @@
+package gateway
+
+import (
+	"net/url"
+	"strconv"
+
+	"github.com/aigateway/gateway/internal/param"
+)
+
+// readQuery reads a list's query the one strict way: each parameter at most
+// once, each one the route knows, each read by its reader; anything else is
+// a 400 naming the parameter.
+func readQuery(query url.Values, readers map[string]func(string) error) error {
+	for name, vs := range query {
+		if len(vs) != 1 {
+			return badRequest(map[string]any{name: "must be given once"})
+		}
+		read, ok := readers[name]
+		if !ok {
+			return badRequest(map[string]any{name: "unknown parameter"})
+		}
+		if err := read(vs[0]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// intParam reads an integer from lo to hi into dst.
+func intParam(name string, dst *int, lo, hi int) func(string) error {
+	return func(v string) error {
+		n, ok := param.Int(v, lo, hi)
+		if !ok {
+			return badRequest(map[string]any{name: "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)})
+		}
+		*dst = n
+		return nil
+	}
+}
+
+// boolParam reads "true" or "false" into dst.
+func boolParam(name string, dst *bool) func(string) error {
+	return func(v string) error {
+		if v != "true" && v != "false" {
+			return badRequest(map[string]any{name: "must be true or false"})
+		}
+		*dst = v == "true"
+		return nil
+	}
+}
+
+// workspaceParam reads a workspace id or slug into dst.
+func workspaceParam(dst *string) func(string) error {
+	return func(v string) error {
+		if v == "" || len(v) > 64 {
+			return badRequest(map[string]any{"workspace_id": "must be a workspace id or slug"})
+		}
+		*dst = v
+		return nil
+	}
+}
