@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aigateway/gateway/internal/param"
+	"github.com/aigateway/gateway/param"
 
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/storage"

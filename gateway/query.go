@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/aigateway/gateway/internal/param"
+	"github.com/aigateway/gateway/param"
 )
 
 // readQuery reads a list's query the one strict way: each parameter at most

@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/aigateway/gateway/internal/jsonobj"
+	"github.com/aigateway/gateway/jsonobj"
 	"github.com/aigateway/gateway/keys/seal"
 )
 

@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/aigateway/gateway/internal/jsonobj"
+	"github.com/aigateway/gateway/jsonobj"
 	"github.com/aigateway/gateway/money"
 )
 

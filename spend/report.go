@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aigateway/gateway/internal/jsonobj"
+	"github.com/aigateway/gateway/jsonobj"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/money"
 )

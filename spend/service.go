@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aigateway/gateway/internal/jsonobj"
+	"github.com/aigateway/gateway/jsonobj"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/money"
 )

@@ -14,7 +14,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/aigateway/gateway/internal/param"
+	"github.com/aigateway/gateway/param"
 
 	"github.com/google/uuid"
 )
