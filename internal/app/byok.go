@@ -72,7 +72,7 @@ func (rt *Runtime) sealingKey() ([]byte, error) {
 			return nil, fmt.Errorf("data directory: %w", err)
 		}
 	}
-	return seal.LoadKey(rt.getenv, dataDir, rt.Log)
+	return seal.LoadKey(rt.getenv, dataDir, slogOf(rt.Log))
 }
 
 // fileCursorKey signs the cursors of file listings. It is derived from the

@@ -6,11 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"go.uber.org/zap"
 )
 
 // KeyEnv is the environment variable holding the sealing key: base64 of
@@ -40,9 +39,9 @@ var ErrBadSealingKey = errors.New("byok: sealing key is malformed")
 // two processes racing, exactly one key wins and the loser reads it, and no
 // reader can see a half-written file. The file system must support hard
 // links (every local POSIX one does).
-func LoadKey(getenv func(string) string, dataDir string, log *zap.Logger) ([]byte, error) {
+func LoadKey(getenv func(string) string, dataDir string, log *slog.Logger) ([]byte, error) {
 	if log == nil {
-		log = zap.NewNop()
+		log = slog.New(slog.DiscardHandler)
 	}
 	if v := strings.TrimSpace(getenv(KeyEnv)); v != "" {
 		key, ok := decodeKey(v)
@@ -57,7 +56,7 @@ func LoadKey(getenv func(string) string, dataDir string, log *zap.Logger) ([]byt
 	path := filepath.Join(dataDir, KeyFileName)
 	key, err := readKeyFile(path, log)
 	if err == nil {
-		log.Info("BYOK sealing key loaded from file", zap.String("path", path))
+		log.Info("BYOK sealing key loaded from file", slog.String("path", path))
 		return key, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -72,7 +71,7 @@ func LoadKey(getenv func(string) string, dataDir string, log *zap.Logger) ([]byt
 		return readKeyFile(path, log)
 	}
 	log.Warn("BYOK sealing key generated: "+KeyEnv+" is unset; back this file up with the database, "+
-		"losing it makes every stored provider key unreadable", zap.String("path", path))
+		"losing it makes every stored provider key unreadable", slog.String("path", path))
 	return readKeyFile(path, log)
 }
 
@@ -85,7 +84,7 @@ func decodeKey(v string) ([]byte, bool) {
 	return nil, false
 }
 
-func readKeyFile(path string, log *zap.Logger) ([]byte, error) {
+func readKeyFile(path string, log *slog.Logger) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("byok: reading sealing key: %w", err)
@@ -95,8 +94,8 @@ func readKeyFile(path string, log *zap.Logger) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s must hold base64 of %d bytes", ErrBadSealingKey, path, KeySize)
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		log.Warn("BYOK sealing key file is readable by others; chmod 600 it", zap.String("path", path),
-			zap.Stringer("mode", fi.Mode().Perm()))
+		log.Warn("BYOK sealing key file is readable by others; chmod 600 it", slog.String("path", path),
+			slog.String("mode", fi.Mode().Perm().String()))
 	}
 	return key, nil
 }

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -23,7 +24,7 @@ func TestLoadKeyFromEnv(t *testing.T) {
 		v := enc.EncodeToString(raw)
 		t.Run(v, func(t *testing.T) {
 			dir := t.TempDir()
-			got, err := LoadKey(env(map[string]string{KeyEnv: " " + v + "\n"}), dir, zap.NewNop())
+			got, err := LoadKey(env(map[string]string{KeyEnv: " " + v + "\n"}), dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +48,7 @@ func TestLoadKeyBadEnvDoesNotEcho(t *testing.T) {
 	}
 	for name, v := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := LoadKey(env(map[string]string{KeyEnv: v}), t.TempDir(), zap.NewNop())
+			_, err := LoadKey(env(map[string]string{KeyEnv: v}), t.TempDir(), nil)
 			if !errors.Is(err, ErrBadSealingKey) {
 				t.Fatalf("err = %v, want ErrBadSealingKey", err)
 			}
@@ -64,7 +65,7 @@ func TestLoadKeyBadEnvDoesNotEcho(t *testing.T) {
 func TestLoadKeyGeneratesOnceAndReuses(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data") // does not exist yet
 	core, logs := observer.New(zapcore.InfoLevel)
-	log := zap.New(core)
+	log := slog.New(zapslog.NewHandler(core))
 
 	first, err := LoadKey(env(nil), dir, log)
 	if err != nil {
@@ -114,7 +115,7 @@ func TestLoadKeyConcurrentCallersAgree(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { keys[i], errs[i] = LoadKey(env(nil), dir, zap.New(core)) })
+		wg.Go(func() { keys[i], errs[i] = LoadKey(env(nil), dir, slog.New(zapslog.NewHandler(core))) })
 	}
 	wg.Wait()
 	for i := range n {
@@ -140,7 +141,7 @@ func TestLoadKeyFileProblems(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, KeyFileName), []byte("short\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := LoadKey(env(nil), dir, zap.NewNop()); !errors.Is(err, ErrBadSealingKey) {
+		if _, err := LoadKey(env(nil), dir, nil); !errors.Is(err, ErrBadSealingKey) {
 			t.Fatalf("err = %v, want ErrBadSealingKey", err)
 		}
 	})
@@ -154,7 +155,7 @@ func TestLoadKeyFileProblems(t *testing.T) {
 			t.Fatal(err)
 		}
 		core, logs := observer.New(zapcore.WarnLevel)
-		if _, err := LoadKey(env(nil), dir, zap.New(core)); err != nil {
+		if _, err := LoadKey(env(nil), dir, slog.New(zapslog.NewHandler(core))); err != nil {
 			t.Fatal(err)
 		}
 		if logs.FilterMessageSnippet("readable by others").Len() != 1 {
@@ -162,7 +163,7 @@ func TestLoadKeyFileProblems(t *testing.T) {
 		}
 	})
 	t.Run("no data directory", func(t *testing.T) {
-		if _, err := LoadKey(env(nil), "", zap.NewNop()); err == nil {
+		if _, err := LoadKey(env(nil), "", nil); err == nil {
 			t.Fatal("want an error without a data directory")
 		}
 	})
