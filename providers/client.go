@@ -97,8 +97,12 @@ func newClient(name string, opts Options, w wire, log *zap.Logger) (*client, err
 		TLSHandshakeTimeout:   orDefault(opts.TLSHandshakeTimeout, DefaultDialTimeout),
 		ResponseHeaderTimeout: orDefault(opts.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
 		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConnsPerHost:   16,
-		WriteBufferSize:       64 << 10,
+		// A busy replica calls one host from many requests at once; fewer
+		// idle connections than callers means one closed and one dialled
+		// for most calls (16 was too few for 64 concurrent passthroughs).
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 128,
+		WriteBufferSize:     64 << 10,
 	}
 	return &client{
 		name:    name,

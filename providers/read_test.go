@@ -743,3 +743,34 @@ func BenchmarkContent(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkListParallel is the passthrough of GET /files?provider=...: one
+// upstream list call per request, from 64 callers at once (the load of a
+// busy replica). Connection reuse matters here: a caller that finds no idle
+// connection opens a new one.
+func BenchmarkListParallel(b *testing.B) {
+	for _, pc := range cases {
+		b.Run(pc.name, func(b *testing.B) {
+			stand := pc.standIn(b)
+			p, err := pc.provider(providers.Options{BaseURL: stand.BaseURL}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			key := seal.NewSecret(stand.Key)
+			for range 3 {
+				stand.Seed(providertest.SeedFile{Filename: "a.txt", Size: 10, Open: func() io.Reader { return strings.NewReader("0123456789") }})
+			}
+			b.SetParallelism(32)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := p.List(context.Background(), key, files.ProviderListQuery{Limit: 20}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
