@@ -19,8 +19,8 @@ import (
 // reports spread over all three push a key past its limit: all three answer
 // 402 within 5 s; the same reports sent again change nothing; a raised limit
 // serves again within 5 s; a workspace budget reached refuses the workspace's
-// keys and its deletion serves them again; Redis killed in the middle loses
-// no report.
+// keys, and raising it or deleting it serves them again; Redis killed in the
+// middle loses no report.
 func TestFleetSpend(t *testing.T) {
 	server := testenv.Require(t, testenv.RedisServerVar)
 	rd := startRedisServer(t, server)
@@ -134,6 +134,18 @@ func TestFleetSpend(t *testing.T) {
 	if res, _ := sendJSON(t, client, "GET", procs[0].base+fleetModelPath, service, ""); res.StatusCode != http.StatusOK {
 		t.Errorf("service key during a budget refusal: %d", res.StatusCode)
 	}
+	// A raised budget serves again.
+	raisedBudget := time.Now()
+	if res, body := sendJSON(t, client, "PUT", procs[1].base+"/api/v1/workspaces/default/budgets/daily", admin, `{"limit_usd":3}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("raise the budget: %d %s", res.StatusCode, body)
+	}
+	waitStatusEverywhere(t, client, procs, sibling.token, http.StatusOK, raisedBudget, 5*time.Second)
+	// Pushed over it again, then the budget is deleted: served again.
+	if res, body := sendJSON(t, client, "POST", procs[2].base+"/api/v1/usage", service,
+		fmt.Sprintf(`{"reports":[{"id":"s-2","key":%q,"cost":2}]}`, sibling.hash)); res.StatusCode != http.StatusOK {
+		t.Fatalf("report: %d %s", res.StatusCode, body)
+	}
+	waitStatusEverywhere(t, client, procs, sibling.token, http.StatusPaymentRequired, time.Now(), 5*time.Second)
 	deleted := time.Now()
 	if res, body := sendJSON(t, client, "DELETE", procs[0].base+"/api/v1/workspaces/default/budgets/daily", admin, ""); res.StatusCode != http.StatusOK {
 		t.Fatalf("delete budget: %d %s", res.StatusCode, body)
