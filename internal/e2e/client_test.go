@@ -60,6 +60,27 @@ func TestClientModels(t *testing.T) {
 	if _, err := g.newClient(t, g.newKey(t, "alice"), client.WithAPIKeyHeader()).GetModel(ctx, "openai/gpt-4o"); err != nil {
 		t.Errorf("with X-Api-Key: %v", err)
 	}
+
+	// The list's filters, sorts and pages; the count; the per-key list; the
+	// endpoints (the shipped catalog declares none).
+	text, err := c.CountModels(ctx, client.ModelQuery{})
+	if err != nil || text == 0 || text >= len(all) {
+		t.Fatalf("count of the text models: %d, %v (of %d)", text, err, len(all))
+	}
+	page, err := c.QueryModels(ctx, client.ModelQuery{Sort: "context-high-to-low", SupportedParameters: []string{"tools"}, Limit: 5, Offset: 2})
+	if err != nil || len(page.Models) != 5 || page.Links.Next == nil || page.Total <= 7 {
+		t.Fatalf("a page: %d models of %d, next %v, %v", len(page.Models), page.Total, page.Links.Next, err)
+	}
+	mine, err := c.ModelsForUser(ctx, client.ModelQuery{})
+	if err != nil || mine.Total != text {
+		t.Errorf("models for a key without allowlist: %d, %v; want %d", mine.Total, err, text)
+	}
+	eps, err := c.ModelEndpoints(ctx, "openai/gpt-4o")
+	if err != nil || eps == nil || len(eps) != 0 {
+		t.Errorf("endpoints: %v, %v; want an empty list", eps, err)
+	}
+	_, err = c.QueryModels(ctx, client.ModelQuery{Sort: "latency-low-to-high"})
+	apiError(t, err, 400)
 }
 
 func TestClientWorkspaces(t *testing.T) {
