@@ -17,6 +17,9 @@ run:
 # and stops them again, pass or fail. vet and gofmt run first.
 test: vet
 	deploy/testenv/run.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	# The allocation bounds of the hot paths, exact only without the race
+	# detector's instrumentation.
+	$(GO) test -count=1 -run 'Allocations' ./gateway ./catalog
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # The fuzz targets, package:Target. `make test` runs each briefly (their seed
