@@ -19,7 +19,7 @@ test: vet
 	deploy/testenv/run.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	# The allocation bounds of the hot paths, exact only without the race
 	# detector's instrumentation.
-	$(GO) test -count=1 -run 'Allocations' ./gateway ./catalog
+	$(GO) test -count=1 -run 'Allocations' ./gateway
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # The fuzz targets, package:Target. `make test` runs each briefly (their seed
