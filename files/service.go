@@ -310,7 +310,7 @@ func (u *upload) write(ctx context.Context, filename string, body io.Reader) err
 		}
 		u.rec.ID, u.rec.Backend, u.rec.ObjectKey = providerID, u.name, providerID
 	} else {
-		key := "ws/" + u.workspace + "/" + id
+		key := ObjectKey(u.workspace, id)
 		if _, err := u.s.bucket.Upload(ctx, key, sum, -1, storage.UploadOptions{ContentType: tr.MimeType()}); err != nil {
 			return storageError(err)
 		}

@@ -112,7 +112,7 @@ func TestUploadToBucket(t *testing.T) {
 	want := Record{
 		ID: rec.ID, WorkspaceID: aliceDefault, KeyID: "key-alice", Filename: "notes/today.txt",
 		MimeType: sniff.MimeText, Size: int64(len(hello)), SHA256: hex.EncodeToString(sum[:]), Backend: "fs",
-		ObjectKey: "ws/" + aliceDefault + "/" + rec.ID, Purpose: DefaultPurpose, CreatedAt: fixedNow.UTC().Truncate(time.Microsecond),
+		ObjectKey: ObjectKey(aliceDefault, rec.ID), Purpose: DefaultPurpose, CreatedAt: fixedNow.UTC().Truncate(time.Microsecond),
 	}
 	if rec != want {
 		t.Fatalf("record\n got %+v\nwant %+v", rec, want)

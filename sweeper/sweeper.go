@@ -22,9 +22,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// ObjectPrefix is where the upload service stores files ("ws/<workspace>/<file>").
-const ObjectPrefix = "ws/"
-
 // Store is the metadata the sweeper reads and trims.
 type Store interface {
 	// SweepReservations deletes at most limit expired quota reservations.
@@ -236,10 +233,10 @@ func (s *Sweeper) sweepObjects(ctx context.Context, l storage.Lister) (int, erro
 // else from a whole listing.
 func (s *Sweeper) nextObjects(ctx context.Context, l storage.Lister) (batch []string, last bool, err error) {
 	if pl, ok := l.(storage.PageLister); ok {
-		batch, err = pl.ListAfter(ctx, ObjectPrefix, s.objectCursor, s.cfg.Batch)
+		batch, err = pl.ListAfter(ctx, files.ObjectPrefix, s.objectCursor, s.cfg.Batch)
 		return batch, len(batch) < s.cfg.Batch, err
 	}
-	keys, err := l.List(ctx, ObjectPrefix)
+	keys, err := l.List(ctx, files.ObjectPrefix)
 	if err != nil {
 		return nil, false, err
 	}
