@@ -1,15 +1,9 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestOfficialSDKKeys runs @openrouter/sdk's apiKeys and byok calls,
@@ -20,30 +14,13 @@ func TestOfficialSDKKeys(t *testing.T) {
 		t.Skip("runs Node")
 	}
 	node, dir := sdkNode(t)
-	script, err := os.ReadFile(filepath.Join("testdata", "sdk", "keys.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "keys.mjs"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	g := startGateway(t, testConfig(t))
 	admin := g.newKey(t, "sdk-admin", "--management")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "keys.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GATEWAY_URL="+g.URL, "GATEWAY_KEY="+admin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	steps := runSDKScript(t, node, dir, "keys.mjs", "GATEWAY_URL="+g.URL, "GATEWAY_KEY="+admin)
+	out, err := json.Marshal(steps) // the whole report, to look for secrets in it
 	if err != nil {
-		t.Fatalf("node keys.mjs: %v\n%s", err, stderr.String())
-	}
-	var steps []sdkStep
-	if err := json.Unmarshal(out, &steps); err != nil {
-		t.Fatalf("report %q: %v", out, err)
+		t.Fatal(err)
 	}
 	results := map[string]any{}
 	for _, s := range steps {

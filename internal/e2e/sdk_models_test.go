@@ -1,15 +1,10 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -23,13 +18,6 @@ func TestOfficialSDKsCatalog(t *testing.T) {
 		t.Skip("runs Node")
 	}
 	node, dir := sdkNode(t)
-	script, err := os.ReadFile(filepath.Join("testdata", "sdk", "models.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "models.mjs"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	// @openrouter/sdk 1.3.19 reads a Model's benchmarks in a shape other
 	// than the contract's (it requires design_arena and artificial_analysis
 	// where the contract has arena_benchmark and index_benchmark), so it
@@ -39,21 +27,7 @@ func TestOfficialSDKsCatalog(t *testing.T) {
 	cfg.Catalog.Path = withoutBenchmarks(t, cfg.Catalog.Path)
 	g := startGateway(t, cfg)
 	key := g.newKey(t, "sdk-models")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "models.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GATEWAY_URL="+g.URL, "GATEWAY_KEY="+key, "MODEL_ID=openai/gpt-4o")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node models.mjs: %v\n%s", err, stderr.String())
-	}
-	var steps []sdkStep
-	if err := json.Unmarshal(out, &steps); err != nil {
-		t.Fatalf("report %q: %v", out, err)
-	}
+	steps := runSDKScript(t, node, dir, "models.mjs", "GATEWAY_URL="+g.URL, "GATEWAY_KEY="+key, "MODEL_ID=openai/gpt-4o")
 	results := map[string]any{}
 	for _, s := range steps {
 		if !s.OK {

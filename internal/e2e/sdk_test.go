@@ -327,7 +327,7 @@ func sdkNode(t *testing.T) (node, dir string) {
 		}
 	}
 	// The scripts run beside node_modules, where Node resolves the SDKs.
-	for _, f := range []string{"sdk.mjs", "run.mjs", "capture.mjs"} {
+	for _, f := range []string{"sdk.mjs", "run.mjs", "capture.mjs", "keys.mjs", "models.mjs"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "sdk", f))
 		if err != nil {
 			t.Fatal(err)
@@ -337,6 +337,28 @@ func sdkNode(t *testing.T) (node, dir string) {
 		}
 	}
 	return node, dir
+}
+
+// runSDKScript runs one of the scripts sdkNode installed with env added
+// and returns the steps it reports.
+func runSDKScript(t *testing.T, node, dir, script string, env ...string) []sdkStep {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", script, err, stderr.String())
+	}
+	var steps []sdkStep
+	if err := json.Unmarshal(out, &steps); err != nil {
+		t.Fatalf("report %q: %v", out, err)
+	}
+	return steps
 }
 
 type sdkStep struct {
