@@ -136,7 +136,7 @@ func TestMissingBucket(t *testing.T) {
 func TestUnreachableIsUnavailable(t *testing.T) {
 	b := newBucket(t, gcs.Config{
 		Bucket:             "b",
-		Endpoint:           "http://" + closedAddr(t) + "/storage/v1/",
+		Endpoint:           "http://" + storagetest.RefusingAddr(t) + "/storage/v1/",
 		MaxAttempts:        2,
 		ChunkRetryDeadline: time.Second,
 	})

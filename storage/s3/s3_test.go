@@ -220,15 +220,9 @@ func TestMissingBucket(t *testing.T) {
 // Nothing listens on the endpoint: every operation is ErrUnavailable,
 // within the bounded retries.
 func TestUnreachableIsUnavailable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
 	cfg := s3.Config{
 		Bucket:      "b",
-		Endpoint:    "http://" + addr,
+		Endpoint:    "http://" + storagetest.RefusingAddr(t),
 		PathStyle:   true,
 		MaxAttempts: 2,
 		Credentials: credentials.NewStaticCredentialsProvider("a", "s", ""),

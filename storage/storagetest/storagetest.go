@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -749,4 +750,30 @@ func testOpenRange(t *testing.T, b storage.Bucket) {
 	if _, err := ro.OpenRange(ctx, "../escape", 0, 1); !errors.Is(err, storage.ErrInvalidKey) {
 		t.Errorf("OpenRange of an invalid key = %v, want ErrInvalidKey", err)
 	}
+}
+
+// RefusingAddr returns a loopback address whose listener, held open until
+// the test ends, resets every connection it accepts: a server that cannot
+// be reached. Holding the port matters; an address merely closed can be
+// taken by a parallel test's server, which then answers.
+func RefusingAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0) // close with a reset, not an orderly end
+			}
+			c.Close()
+		}
+	}()
+	return l.Addr().String()
 }
