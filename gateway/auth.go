@@ -5,16 +5,44 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/limits"
-	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
 )
 
-// authenticateRequest checks the caller's key. It is the one place a request
+// authenticator checks callers' keys, and limits the failures of each
+// client address.
+type authenticator struct {
+	keys     Authenticator
+	failures *authFailureLimit // nil when rate limiting is off
+	trusted  []netip.Prefix
+}
+
+// requireKey refuses a request without a valid key, and records the key
+// in the request's state for everything below it (callerOf).
+func requireKey(authn *authenticator, log *zap.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			k, err := authn.authenticate(r)
+			if err != nil {
+				writeError(w, r, log, err)
+				return
+			}
+			// Outside observe there is no state to hold the key: the
+			// handlers below then refuse the request (see keyed).
+			if st := stateOf(r.Context()); st != nil {
+				st.key = k
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// authenticate checks the caller's key. It is the one place a request
 // is authenticated: the routes, and the unknown paths and methods under
 // /api/v1, which must not reveal the API's shape to anonymous callers.
 //
@@ -22,18 +50,18 @@ import (
 // failed more than RateLimits.AuthFailures allows, its requests are refused
 // with 429 before any key is looked at, for as long as the limit says, so a
 // key cannot be guessed faster than that from one address.
-func (a *API) authenticateRequest(r *http.Request) (*keys.APIKey, error) {
-	if a.authFailures != nil && a.authFailures.any() {
-		if err := a.authFailures.blocked(clientAddr(r, a.trusted).String()); err != nil {
+func (a *authenticator) authenticate(r *http.Request) (*keys.APIKey, error) {
+	if a.failures != nil && a.failures.any() {
+		if err := a.failures.blocked(clientAddr(r, a.trusted).String()); err != nil {
 			return nil, err
 		}
 	}
-	k, err := a.auth.Authenticate(r.Context(), credentials(r))
+	k, err := a.keys.Authenticate(r.Context(), credentials(r))
 	if err == nil {
 		return k, nil
 	}
-	if errors.Is(err, keys.ErrInvalidKey) && a.authFailures != nil {
-		if denied := a.authFailures.charge(r.Context(), clientAddr(r, a.trusted).String()); denied != nil {
+	if errors.Is(err, keys.ErrInvalidKey) && a.failures != nil {
+		if denied := a.failures.charge(r.Context(), clientAddr(r, a.trusted).String()); denied != nil {
 			return nil, denied
 		}
 	}
@@ -146,53 +174,3 @@ func (e *authBlockedError) Error() string {
 }
 func (e *authBlockedError) Unwrap() error          { return limits.ErrRateLimited }
 func (e *authBlockedError) RetryAfterSeconds() int { return e.seconds }
-
-// unrouted answers a path or method the API does not have. Under /api/v1
-// the caller must authenticate first, so anonymous probes get 401 for every
-// path and method alike.
-func (a *API) unrouted(notThere error) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		if strings.HasPrefix(r.URL.Path, apiPrefix+"/") {
-			if _, err := a.authenticateRequest(r); err != nil {
-				return err
-			}
-		}
-		return notThere
-	}
-}
-
-// wrongMethod answers a known path asked with a method it does not serve:
-// 405 with the Allow header RFC 9110 §15.5.6 requires, naming the methods
-// routes serves there. Under /api/v1 the caller is authenticated first, as
-// for an unknown path, so only a caller with a key learns them.
-func (a *API) wrongMethod(routes chi.Routes) handlerFunc {
-	refuse := a.unrouted(errMethodNotAllowed)
-	return func(w http.ResponseWriter, r *http.Request) error {
-		err := refuse(w, r)
-		if errors.Is(err, errMethodNotAllowed) {
-			if allow := allowedMethods(routes, r); allow != "" {
-				w.Header().Set("Allow", allow)
-			}
-		}
-		return err
-	}
-}
-
-// routeMethods are the methods the API has routes for, in Allow's order.
-var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
-
-// allowedMethods lists the methods routes serves at r's path, matched the
-// way chi routes (the raw path when the request kept one).
-func allowedMethods(routes chi.Routes, r *http.Request) string {
-	path := r.URL.RawPath
-	if path == "" {
-		path = r.URL.Path
-	}
-	var allow []string
-	for _, m := range routeMethods {
-		if routes.Match(chi.NewRouteContext(), m, path) {
-			allow = append(allow, m)
-		}
-	}
-	return strings.Join(allow, ", ")
-}

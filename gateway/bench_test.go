@@ -147,11 +147,11 @@ func BenchmarkModelLookupChainNoLog(b *testing.B) {
 }
 
 // maxLookupAllocs is what a model lookup allocates through the whole chain
-// (measured: the request's exchange, chi's routing context and path
+// (measured: the request's state and its copy of the request, chi's path
 // values, the request id, the rate-limit headers and limiter key). A change
 // that adds one fails TestLookupPathAllocations: either remove it, or raise
 // this with the reason in the commit.
-const maxLookupAllocs = 10
+const maxLookupAllocs = 9
 
 // TestLookupPathAllocations guards the allocations of the lookup path, as
 // served: access log and rate limit on. The access log itself allocates

@@ -59,7 +59,7 @@ const (
 	maxProviderKeyPage     = 100
 )
 
-func (a *API) createProviderKey(w http.ResponseWriter, r *http.Request) error {
+func (a *API) createProviderKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
 	if a.providerKeys == nil {
 		return errUnavailable
 	}
@@ -67,7 +67,6 @@ func (a *API) createProviderKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	actor := keyOf(w)
 	k, err := a.providerKeys.Create(r.Context(), actor.UserID, body)
 	if err != nil {
 		return keyError(err)
@@ -78,7 +77,7 @@ func (a *API) createProviderKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) getProviderKey(w http.ResponseWriter, r *http.Request) error {
+func (a *API) getProviderKey(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.providerKeys == nil {
 		return errUnavailable
 	}
@@ -86,7 +85,7 @@ func (a *API) getProviderKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	k, err := a.providerKeys.Get(r.Context(), keyOf(w).UserID, id)
+	k, err := a.providerKeys.Get(r.Context(), caller.UserID, id)
 	if err != nil {
 		return err
 	}
@@ -94,7 +93,7 @@ func (a *API) getProviderKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) listProviderKeys(w http.ResponseWriter, r *http.Request) error {
+func (a *API) listProviderKeys(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.providerKeys == nil {
 		return errUnavailable
 	}
@@ -102,7 +101,7 @@ func (a *API) listProviderKeys(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, total, err := a.providerKeys.List(r.Context(), keyOf(w).UserID, q)
+	page, total, err := a.providerKeys.List(r.Context(), caller.UserID, q)
 	if err != nil {
 		return err
 	}
@@ -128,7 +127,7 @@ func parseProviderKeyQuery(query url.Values) (keys.ProviderKeyQuery, error) {
 	return q, err
 }
 
-func (a *API) updateProviderKey(w http.ResponseWriter, r *http.Request) error {
+func (a *API) updateProviderKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
 	if a.providerKeys == nil {
 		return errUnavailable
 	}
@@ -140,7 +139,6 @@ func (a *API) updateProviderKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	actor := keyOf(w)
 	k, err := a.providerKeys.Update(r.Context(), actor.UserID, id, body)
 	if err != nil {
 		return keyError(err)
@@ -151,7 +149,7 @@ func (a *API) updateProviderKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) deleteProviderKey(w http.ResponseWriter, r *http.Request) error {
+func (a *API) deleteProviderKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
 	if a.providerKeys == nil {
 		return errUnavailable
 	}
@@ -159,7 +157,6 @@ func (a *API) deleteProviderKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	actor := keyOf(w)
 	if err := a.providerKeys.Delete(r.Context(), actor.UserID, id); err != nil {
 		return err
 	}

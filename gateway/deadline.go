@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -30,31 +29,29 @@ import (
 //
 // An error answered while the body is still coming is followed by a
 // lingering close (prepareLinger), once the handler has returned.
-func (a *API) guardBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody {
+func guardBody(timeout time.Duration, lingering Lingering) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Body == nil || r.Body == http.NoBody {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if len(r.TransferEncoding) > 0 {
+				w.Header().Set("Connection", "close")
+			}
+			clock := &bodyClock{rc: http.NewResponseController(w), declared: r.ContentLength, idle: timeout, bounds: lingering}
+			clock.set(time.Now().Add(timeout))
+			clock.body = &clockedBody{ReadCloser: r.Body, clock: clock}
+			r.Body = clock.body
+			// The clock travels with the key, in the request's state
+			// (bodyClockOf); outside observe the deadline still holds.
+			if st := stateOf(r.Context()); st != nil {
+				st.body = clock
+			}
 			next.ServeHTTP(w, r)
-			return
-		}
-		if len(r.TransferEncoding) > 0 {
-			w.Header().Set("Connection", "close")
-		}
-		clock := &bodyClock{rc: http.NewResponseController(w), declared: r.ContentLength, idle: a.bodyTimeout, bounds: a.lingering}
-		clock.set(time.Now().Add(a.bodyTimeout))
-		clock.body = &clockedBody{ReadCloser: r.Body, clock: clock}
-		r.Body = clock.body
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyClockKey{}, clock)))
-		clock.linger()
-	})
-}
-
-type bodyClockKey struct{}
-
-// bodyClockFrom returns the request's body clock, or nil for a request
-// without a body.
-func bodyClockFrom(ctx context.Context) *bodyClock {
-	c, _ := ctx.Value(bodyClockKey{}).(*bodyClock)
-	return c
+			clock.linger()
+		})
+	}
 }
 
 // bodyClock is the read deadline of one request's body, and what is known

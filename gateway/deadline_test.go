@@ -60,7 +60,7 @@ func TestStalledBodyIsClosed(t *testing.T) {
 // may work past the body deadline without its request being cancelled.
 func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
 	api := New(Options{Log: zap.NewNop(), BodyReadTimeout: 100 * time.Millisecond})
-	h := api.guardBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := guardBody(api.bodyTimeout, api.lingering)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			t.Errorf("read body: %v", err)
 		}

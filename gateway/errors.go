@@ -178,14 +178,14 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 	// on any read error of the connection), but the client may still be
 	// there to read why: it gets its 408.
 	if errors.Is(err, errClientGone) || r.Context().Err() != nil && !errors.Is(err, errBodyTimeout) {
-		setStatus(w, statusClientClosedReq)
-		log.Debug("client closed request", zap.String("request_id", requestIDOf(w)), zap.Error(err))
+		setStatus(r, statusClientClosedReq)
+		log.Debug("client closed request", zap.String("request_id", requestIDOf(r)), zap.Error(err))
 		panic(http.ErrAbortHandler)
 	}
 	status, message := classify(err)
-	if ex := exchangeOf(w); ex != nil && ex.wrote {
+	if answerStarted(r) {
 		// The answer has begun: record what happened and break the transfer.
-		log.Error("request failed after the response started", zap.Int("status", status), zap.String("request_id", ex.requestID), zap.Error(err))
+		log.Error("request failed after the response started", zap.Int("status", status), zap.String("request_id", requestIDOf(r)), zap.Error(err))
 		panic(http.ErrAbortHandler)
 	}
 	env := envelope{Error: envelopeError{Code: status, Message: message}}
@@ -194,7 +194,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 		if errors.As(err, &me) {
 			env.Error.Metadata = me.Metadata()
 		}
-		log.Debug("request refused", zap.Int("status", status), zap.String("request_id", requestIDOf(w)), zap.Error(err))
+		log.Debug("request refused", zap.Int("status", status), zap.String("request_id", requestIDOf(r)), zap.Error(err))
 	} else {
 		// Upstream (provider) errors may carry safe metadata such as the
 		// provider's request id; internal errors carry nothing.
@@ -206,16 +206,16 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 			// The dependency logs its outage once, when it begins and when it
 			// ends; each request it fails is in the access log and the
 			// metrics (status 503), not one error line apiece.
-			log.Debug("request failed: dependency unavailable", zap.Int("status", status), zap.String("request_id", requestIDOf(w)), zap.Error(err))
+			log.Debug("request failed: dependency unavailable", zap.Int("status", status), zap.String("request_id", requestIDOf(r)), zap.Error(err))
 		} else {
-			log.Error("request failed", zap.Int("status", status), zap.String("request_id", requestIDOf(w)), zap.Error(err))
+			log.Error("request failed", zap.Int("status", status), zap.String("request_id", requestIDOf(r)), zap.Error(err))
 		}
 	}
 	setRetryHeaders(w.Header(), status, err)
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="api"`) // RFC 9110 §11.6.1: a 401 names its scheme
 	}
-	bodyClockFrom(r.Context()).prepareLinger(w.Header())
+	bodyClockOf(r).prepareLinger(w.Header())
 	writeJSON(w, status, env)
 }
 

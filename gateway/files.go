@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/keys"
 )
 
 // FileService is what the upload route needs.
@@ -34,7 +35,7 @@ const (
 
 // uploadFile answers POST /api/v1/files: one multipart part named "file",
 // streamed to its destination as it arrives.
-func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
+func (a *API) uploadFile(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.files == nil {
 		return errUnavailable
 	}
@@ -61,7 +62,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	mr := multipart.NewReader(headers, params["boundary"])
 
 	up, err := a.files.Begin(r.Context(), files.Params{
-		Key:         keyOf(w),
+		Key:         caller,
 		WorkspaceID: q.Get("workspace_id"),
 		Provider:    provider,
 		Declared:    r.ContentLength,
@@ -71,7 +72,7 @@ func (a *API) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer up.Abort(r.Context())
 
-	idle := &uploadPace{clock: bodyClockFrom(r.Context()), idle: a.bodyTimeout, minRate: a.minUploadRate, start: time.Now()}
+	idle := &uploadPace{clock: bodyClockOf(r), idle: a.bodyTimeout, minRate: a.minUploadRate, start: time.Now()}
 	purpose, seenPurpose := files.DefaultPurpose, false
 	seenFile, fieldBytes := false, int64(0)
 	for parts := 0; ; parts++ {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/keys"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -38,17 +39,17 @@ const (
 )
 
 // target reads the query parameters every file route takes.
-func target(w http.ResponseWriter, r *http.Request) (files.Target, error) {
+func target(r *http.Request, caller *keys.APIKey) (files.Target, error) {
 	q := r.URL.Query()
 	provider := q.Get("provider")
 	if provider != "" && !files.IsProvider(provider) {
 		return files.Target{}, badRequest(map[string]any{"provider": "must be openai or anthropic"})
 	}
-	return files.Target{Key: keyOf(w), WorkspaceID: q.Get("workspace_id"), Provider: provider}, nil
+	return files.Target{Key: caller, WorkspaceID: q.Get("workspace_id"), Provider: provider}, nil
 }
 
-func fileParams(w http.ResponseWriter, r *http.Request) (files.FileParams, error) {
-	t, err := target(w, r)
+func fileParams(r *http.Request, caller *keys.APIKey) (files.FileParams, error) {
+	t, err := target(r, caller)
 	if err != nil {
 		return files.FileParams{}, err
 	}
@@ -57,11 +58,11 @@ func fileParams(w http.ResponseWriter, r *http.Request) (files.FileParams, error
 
 // listFiles answers GET /api/v1/files: one page, newest first unless asked
 // otherwise, in the negotiated shape.
-func (a *API) listFiles(w http.ResponseWriter, r *http.Request) error {
+func (a *API) listFiles(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.reader == nil {
 		return errUnavailable
 	}
-	t, err := target(w, r)
+	t, err := target(r, caller)
 	if err != nil {
 		return err
 	}
@@ -145,11 +146,11 @@ func nullable(s string) *string {
 }
 
 // getFile answers GET /api/v1/files/{id}.
-func (a *API) getFile(w http.ResponseWriter, r *http.Request) error {
+func (a *API) getFile(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.reader == nil {
 		return errUnavailable
 	}
-	p, err := fileParams(w, r)
+	p, err := fileParams(r, caller)
 	if err != nil {
 		return err
 	}
@@ -162,11 +163,11 @@ func (a *API) getFile(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteFile answers DELETE /api/v1/files/{id}.
-func (a *API) deleteFile(w http.ResponseWriter, r *http.Request) error {
+func (a *API) deleteFile(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.reader == nil {
 		return errUnavailable
 	}
-	p, err := fileParams(w, r)
+	p, err := fileParams(r, caller)
 	if err != nil {
 		return err
 	}
@@ -195,11 +196,11 @@ func (a *API) deleteFile(w http.ResponseWriter, r *http.Request) error {
 // from storage in constant memory, with one Range honoured and a strong
 // ETag (the file's SHA-256) for If-None-Match and If-Range. A provider's
 // file is streamed through as the provider sends it, without ranges.
-func (a *API) fileContent(w http.ResponseWriter, r *http.Request) error {
+func (a *API) fileContent(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.reader == nil {
 		return errUnavailable
 	}
-	p, err := fileParams(w, r)
+	p, err := fileParams(r, caller)
 	if err != nil {
 		return err
 	}

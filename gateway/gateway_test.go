@@ -161,9 +161,8 @@ func TestRequestIDHonoursSaneIncoming(t *testing.T) {
 func TestPanicBecomes500AndIsLogged(t *testing.T) {
 	api, logs := newTestAPI(t, Options{})
 	r := chi.NewRouter()
-	r.Use(api.observe)
 	r.Get("/boom", func(http.ResponseWriter, *http.Request) { panic("kaboom") })
-	rec := do(t, r, "GET", "/boom", "", nil)
+	rec := do(t, observe(api.observation)(r), "GET", "/boom", "", nil)
 	if rec.Code != 500 {
 		t.Fatalf("status = %d, want 500", rec.Code)
 	}

@@ -80,7 +80,7 @@ type keyData struct {
 	Data keyView `json:"data"`
 }
 
-func (a *API) createKey(w http.ResponseWriter, r *http.Request) error {
+func (a *API) createKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
 	if a.keys == nil {
 		return errUnavailable
 	}
@@ -88,7 +88,6 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	actor := keyOf(w)
 	c, err := a.keys.Create(r.Context(), actor.UserID, body, idemKey)
 	if err != nil {
 		return keyError(err)
@@ -107,7 +106,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) getKey(w http.ResponseWriter, r *http.Request) error {
+func (a *API) getKey(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.keys == nil {
 		return errUnavailable
 	}
@@ -115,7 +114,7 @@ func (a *API) getKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	k, err := a.keys.Get(r.Context(), keyOf(w).UserID, id)
+	k, err := a.keys.Get(r.Context(), caller.UserID, id)
 	if err != nil {
 		return keyError(err)
 	}
@@ -127,7 +126,7 @@ func (a *API) getKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) listKeys(w http.ResponseWriter, r *http.Request) error {
+func (a *API) listKeys(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.keys == nil {
 		return errUnavailable
 	}
@@ -135,7 +134,7 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := a.keys.List(r.Context(), keyOf(w).UserID, q)
+	page, err := a.keys.List(r.Context(), caller.UserID, q)
 	if err != nil {
 		return keyError(err)
 	}
@@ -160,7 +159,7 @@ func parseKeyQuery(query url.Values) (keys.ListQuery, error) {
 	return q, err
 }
 
-func (a *API) updateKey(w http.ResponseWriter, r *http.Request) error {
+func (a *API) updateKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
 	if a.keys == nil {
 		return errUnavailable
 	}
@@ -172,7 +171,6 @@ func (a *API) updateKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	actor := keyOf(w)
 	k, err := a.keys.Update(r.Context(), actor.UserID, id, body)
 	if err != nil {
 		return keyError(err)
@@ -188,7 +186,7 @@ func (a *API) updateKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) deleteKey(w http.ResponseWriter, r *http.Request) error {
+func (a *API) deleteKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
 	if a.keys == nil {
 		return errUnavailable
 	}
@@ -196,7 +194,6 @@ func (a *API) deleteKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	actor := keyOf(w)
 	if err := a.keys.Delete(r.Context(), actor.UserID, id); err != nil {
 		return keyError(err)
 	}
@@ -212,14 +209,13 @@ func (a *API) deleteKey(w http.ResponseWriter, r *http.Request) error {
 // changed, so the change holds here at once; other replicas learn it from
 // the store's change log within seconds.
 func (a *API) forgetKey(id string) {
-	if f, ok := a.auth.(interface{ Forget(ids ...string) }); ok {
+	if f, ok := a.authn.keys.(interface{ Forget(ids ...string) }); ok {
 		f.Forget(id)
 	}
 }
 
 // currentKey answers GET /key: the calling key's own view, for any role.
-func (a *API) currentKey(w http.ResponseWriter, r *http.Request) error {
-	k := keyOf(w)
+func (a *API) currentKey(w http.ResponseWriter, r *http.Request, k *keys.APIKey) error {
 	v, err := a.viewKeyWithUsage(r.Context(), k)
 	if err != nil {
 		return err

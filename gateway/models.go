@@ -27,8 +27,8 @@ const maxSegmentBytes = 256
 
 // getModel answers GET /api/v1/model/{author}/{slug} with the pre-encoded
 // body of the catalog version current when the request arrived.
-func (a *API) getModel(w http.ResponseWriter, r *http.Request) error {
-	e, err := a.resolveModel(w, r)
+func (a *API) getModel(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
+	e, err := a.resolveModel(w, r, caller)
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (a *API) getModel(w http.ResponseWriter, r *http.Request) error {
 // resolveModel finds the entry the {author} and {slug} path segments name,
 // in the catalog version current when the request arrived, and checks the
 // calling key's allowlist.
-func (a *API) resolveModel(w http.ResponseWriter, r *http.Request) (*catalog.Entry, error) {
+func (a *API) resolveModel(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) (*catalog.Entry, error) {
 	author, err := pathSegment(r, "author")
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func (a *API) resolveModel(w http.ResponseWriter, r *http.Request) (*catalog.Ent
 	if !ok {
 		return nil, errModelNotFound
 	}
-	if k := keyOf(w); k != nil && !allowed(k, e) {
+	if k := caller; k != nil && !allowed(k, e) {
 		return nil, keys.ErrModelNotAllowed
 	}
 	return e, nil
@@ -65,9 +65,9 @@ func (a *API) resolveModel(w http.ResponseWriter, r *http.Request) (*catalog.Ent
 // the client already holds it.
 func writeCached(w http.ResponseWriter, r *http.Request, etag string, body []byte) {
 	h := w.Header()
-	if ex, ok := w.(*exchange); ok {
-		ex.etagHeader[0] = etag
-		h["Etag"] = ex.etagHeader[:]
+	if st := stateOf(r.Context()); st != nil {
+		st.etagHeader[0] = etag
+		h["Etag"] = st.etagHeader[:]
 	} else {
 		h["Etag"] = []string{etag}
 	}

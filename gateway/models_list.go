@@ -28,8 +28,7 @@ func (a *API) listModels(w http.ResponseWriter, r *http.Request) error {
 
 // listModelsForUser answers GET /api/v1/models/user: the list with the
 // calling key's model allowlist applied.
-func (a *API) listModelsForUser(w http.ResponseWriter, r *http.Request) error {
-	k := keyOf(w)
+func (a *API) listModelsForUser(w http.ResponseWriter, r *http.Request, k *keys.APIKey) error {
 	if k == nil || k.Models == nil {
 		return a.modelList(w, r, nil)
 	}
@@ -166,7 +165,7 @@ func queryError(err error) error {
 // retrieveModel answers GET /api/v1/models/{id}, where id is the whole
 // model id with its slash percent-encoded (OpenAI's models.retrieve). It is
 // decoded exactly once: "%252F" is the id "a%2Fb", which names nothing.
-func (a *API) retrieveModel(w http.ResponseWriter, r *http.Request) error {
+func (a *API) retrieveModel(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.catalog == nil {
 		return errUnavailable
 	}
@@ -182,7 +181,7 @@ func (a *API) retrieveModel(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return errModelNotFound
 	}
-	if k := keyOf(w); k != nil && !allowed(k, e) {
+	if k := caller; k != nil && !allowed(k, e) {
 		return keys.ErrModelNotAllowed
 	}
 	if negotiateShape(r) == shapeOpenAI {
@@ -196,8 +195,8 @@ func (a *API) retrieveModel(w http.ResponseWriter, r *http.Request) error {
 // modelEndpoints answers GET /api/v1/models/{author}/{slug}/endpoints: the
 // link every Model carries. Variants and aliases resolve as on the model
 // route.
-func (a *API) modelEndpoints(w http.ResponseWriter, r *http.Request) error {
-	e, err := a.resolveModel(w, r)
+func (a *API) modelEndpoints(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
+	e, err := a.resolveModel(w, r, caller)
 	if err != nil {
 		return err
 	}

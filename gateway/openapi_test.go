@@ -46,10 +46,7 @@ func documentedRoutes(t *testing.T) []string {
 func servedRoutes(t *testing.T) []string {
 	t.Helper()
 	api, _ := newTestAPI(t, Options{})
-	mux, ok := api.Handler().(chi.Routes)
-	if !ok {
-		t.Fatalf("Handler() is a %T, not a chi router", api.Handler())
-	}
+	mux := api.router()
 	var routes []string
 	err := chi.Walk(mux, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		if strings.HasPrefix(route, apiPrefix+"/") {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/limits"
+	"go.uber.org/zap"
 )
 
 // RateLimits are the request limits of the API. The limiter decides; a
@@ -30,30 +31,30 @@ func (l *RateLimits) limit(c limits.Class) limits.Limit {
 	return l.Default
 }
 
-// rateLimit limits every request of the class per API key. The key's id is
+// limitRate limits every request of the class per API key. The key's id is
 // the identity: it is authenticated, unlike any address or header a client
 // could rotate. Uploads are additionally limited per workspace by the upload
 // admission, once the workspace is known; a denial there answers with the
 // headers of the limit that denied (see writeError), not these.
-func (a *API) rateLimit(class limits.Class) func(http.Handler) http.Handler {
+func limitRate(l *RateLimits, class limits.Class, log *zap.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		if a.limits == nil || a.limits.Limiter == nil {
+		if l == nil || l.Limiter == nil {
 			return next
 		}
-		limit := a.limits.limit(class)
+		limit := l.limit(class)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			k := keyOf(w)
-			if k == nil { // unreachable behind authenticate; refuse rather than skip
-				writeError(w, r, a.log, keys.ErrUnauthenticated)
+			k := callerOf(r)
+			if k == nil { // unreachable below requireKey; refuse rather than skip
+				writeError(w, r, log, keys.ErrUnauthenticated)
 				return
 			}
-			d, err := a.limits.Limiter.Allow(r.Context(), limits.RequestsKey(class, k.ID), limit, 1)
+			d, err := l.Limiter.Allow(r.Context(), limits.RequestsKey(class, k.ID), limit, 1)
 			if err != nil {
-				writeError(w, r, a.log, err)
+				writeError(w, r, log, err)
 				return
 			}
 			if !d.Allowed {
-				writeError(w, r, a.log, limits.Denied(d, limits.LimitRequests))
+				writeError(w, r, log, limits.Denied(d, limits.LimitRequests))
 				return
 			}
 			setRateLimitHeaders(w.Header(), d)

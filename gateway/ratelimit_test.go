@@ -115,7 +115,7 @@ func TestDenialHeadersDescribeTheDenyingLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			api, _ := newTestAPI(t, Options{Limits: rates})
 			denied := api.adapt(func(http.ResponseWriter, *http.Request) error { return tc.err })
-			h := api.observe(api.authenticate(api.rateLimit(limits.ClassFiles)(denied)))
+			h := observe(api.observation)(requireKey(api.authn, api.log)(limitRate(api.limits, limits.ClassFiles, api.log)(denied)))
 			rec := do(t, h, "POST", "/api/v1/files", "standard", nil)
 			if rec.Code != http.StatusTooManyRequests {
 				t.Fatalf("status = %d, want 429", rec.Code)
@@ -144,7 +144,7 @@ func TestRequestLimitHeaders(t *testing.T) {
 	api, _ := newTestAPI(t, Options{Limits: rates})
 	ok := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }
 	chain := func(c limits.Class) http.Handler {
-		return api.observe(api.authenticate(api.rateLimit(c)(http.HandlerFunc(ok))))
+		return observe(api.observation)(requireKey(api.authn, api.log)(limitRate(api.limits, c, api.log)(http.HandlerFunc(ok))))
 	}
 	steps := []struct {
 		class                        limits.Class

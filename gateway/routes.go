@@ -67,11 +67,12 @@ type Options struct {
 
 // API is the gateway's HTTP surface.
 type API struct {
-	log        *zap.Logger
-	auth       Authenticator
-	catalog    CatalogSource
-	workspaces WorkspaceService
-	keys       KeyManager
+	log         *zap.Logger
+	authn       *authenticator
+	observation *observation
+	catalog     CatalogSource
+	workspaces  WorkspaceService
+	keys        KeyManager
 	// providerKeys serves /byok.
 	providerKeys ProviderKeyManager
 	spend        SpendService
@@ -80,22 +81,14 @@ type API struct {
 	files        FileService
 	reader       FileReader
 	limits       *RateLimits
-	metrics      *httpMetrics
 	registry     *prometheus.Registry
-	trusted      []netip.Prefix
 	ready        map[string]ReadyCheck
-	accessLog    bool
-	access       *accesslog.Writer
 	// bodyTimeout is the read deadline of request bodies (guardBody).
 	bodyTimeout time.Duration
 	// minUploadRate is Options.MinUploadRate.
 	minUploadRate int64
-	// authFailures limits failed authentications per client address; nil
-	// when rate limiting is off.
-	authFailures *authFailureLimit
-	lingering    Lingering
-	ids          *requestIDs
-	draining     atomic.Bool
+	lingering     Lingering
+	draining      atomic.Bool
 }
 
 // New builds the API from its dependencies.
@@ -105,8 +98,16 @@ func New(o Options) *API {
 		reg = prometheus.NewRegistry()
 	}
 	api := &API{
-		log:           o.Log,
-		auth:          o.Auth,
+		log:   o.Log,
+		authn: &authenticator{keys: o.Auth, trusted: o.TrustedProxies},
+		observation: &observation{
+			log:       o.Log,
+			metrics:   newHTTPMetrics(reg),
+			accessLog: !o.DisableAccessLog,
+			access:    o.AccessLog,
+			ids:       newRequestIDs(),
+			trusted:   o.TrustedProxies,
+		},
 		catalog:       o.Catalog,
 		workspaces:    o.Workspaces,
 		keys:          o.Keys,
@@ -117,19 +118,14 @@ func New(o Options) *API {
 		files:         o.Files,
 		reader:        o.FileReader,
 		limits:        o.Limits,
-		metrics:       newHTTPMetrics(reg),
 		registry:      reg,
-		trusted:       o.TrustedProxies,
 		ready:         o.ReadyChecks,
-		accessLog:     !o.DisableAccessLog,
-		access:        o.AccessLog,
 		bodyTimeout:   cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout),
 		minUploadRate: o.MinUploadRate,
 		lingering:     cmp.Or(o.LingeringClose, DefaultLingering),
-		ids:           newRequestIDs(),
 	}
 	if l := o.Limits; l != nil && l.Limiter != nil && l.AuthFailures.Rate > 0 {
-		api.authFailures = newAuthFailureLimit(l.Limiter, l.AuthFailures)
+		api.authn.failures = newAuthFailureLimit(l.Limiter, l.AuthFailures)
 	}
 	return api
 }
@@ -143,9 +139,15 @@ func (a *API) StartDraining() { a.draining.Store(true) }
 // mounted sub-router: one route lookup per request instead of two, which
 // matters on the lookup hot path.
 func (a *API) Handler() http.Handler {
+	// observe is outermost, around the router: it makes the request's
+	// state, which also serves as chi's routing context (see requestState).
+	return observe(a.observation)(a.router())
+}
+
+// router holds the routes and the middleware inside observe.
+func (a *API) router() *chi.Mux {
 	r := chi.NewRouter()
-	r.Use(a.observe)
-	r.Use(a.guardBody)
+	r.Use(guardBody(a.bodyTimeout, a.lingering))
 	r.NotFound(a.adapt(a.unrouted(errNotFound)))
 	r.MethodNotAllowed(a.adapt(a.wrongMethod(r)))
 
@@ -156,56 +158,56 @@ func (a *API) Handler() http.Handler {
 	r.Get(apiPrefix+"/openapi.json", a.openAPI)
 
 	r.Group(func(r chi.Router) {
-		r.Use(a.authenticate)
-		r.Use(a.rateLimit(limits.ClassDefault))
+		r.Use(requireKey(a.authn, a.log))
+		r.Use(limitRate(a.limits, limits.ClassDefault, a.log))
 
 		// A key refused for spend can still read its own standing.
-		r.Get(apiPrefix+"/key", a.adapt(a.currentKey))
+		r.Get(apiPrefix+"/key", a.keyed(a.currentKey))
 
 		r.Group(func(r chi.Router) {
-			r.Use(a.enforceSpend)
-			r.Get(apiPrefix+"/model/{author}/{slug}", a.adapt(a.getModel))
+			r.Use(refuseOverSpend(a.spendGuard, a.spendMetrics, a.log))
+			r.Get(apiPrefix+"/model/{author}/{slug}", a.keyed(a.getModel))
 			r.Get(apiPrefix+"/models", a.adapt(a.listModels))
 			r.Get(apiPrefix+"/models/count", a.adapt(a.countModels))
-			r.Get(apiPrefix+"/models/user", a.adapt(a.listModelsForUser))
-			r.Get(apiPrefix+"/models/{id}", a.adapt(a.retrieveModel))
-			r.Get(apiPrefix+"/models/{author}/{slug}/endpoints", a.adapt(a.modelEndpoints))
+			r.Get(apiPrefix+"/models/user", a.keyed(a.listModelsForUser))
+			r.Get(apiPrefix+"/models/{id}", a.keyed(a.retrieveModel))
+			r.Get(apiPrefix+"/models/{author}/{slug}/endpoints", a.keyed(a.modelEndpoints))
 			// Service keys report what the requests they ran cost.
-			r.Post(apiPrefix+"/usage", a.adapt(a.reportUsage))
-			r.Post(apiPrefix+"/keys/{hash}/usage", a.adapt(a.reportKeyUsage))
+			r.Post(apiPrefix+"/usage", a.keyed(a.reportUsage))
+			r.Post(apiPrefix+"/keys/{hash}/usage", a.keyed(a.reportKeyUsage))
 
 			r.Group(func(r chi.Router) {
-				r.Use(a.managementOnly)
-				r.Post(apiPrefix+"/workspaces", a.adapt(a.createWorkspace))
-				r.Get(apiPrefix+"/workspaces", a.adapt(a.listWorkspaces))
-				r.Get(apiPrefix+"/workspaces/{id}", a.adapt(a.getWorkspace))
-				r.Patch(apiPrefix+"/workspaces/{id}", a.adapt(a.updateWorkspace))
-				r.Delete(apiPrefix+"/workspaces/{id}", a.adapt(a.deleteWorkspace))
-				r.Get(apiPrefix+"/workspaces/{id}/budgets", a.adapt(a.listBudgets))
-				r.Get(apiPrefix+"/workspaces/{id}/budgets/{interval}", a.adapt(a.getBudget))
-				r.Put(apiPrefix+"/workspaces/{id}/budgets/{interval}", a.adapt(a.putBudget))
-				r.Delete(apiPrefix+"/workspaces/{id}/budgets/{interval}", a.adapt(a.deleteBudget))
-				r.Post(apiPrefix+"/keys", a.adapt(a.createKey))
-				r.Get(apiPrefix+"/keys", a.adapt(a.listKeys))
-				r.Get(apiPrefix+"/keys/{hash}", a.adapt(a.getKey))
-				r.Patch(apiPrefix+"/keys/{hash}", a.adapt(a.updateKey))
-				r.Delete(apiPrefix+"/keys/{hash}", a.adapt(a.deleteKey))
-				r.Post(apiPrefix+"/byok", a.adapt(a.createProviderKey))
-				r.Get(apiPrefix+"/byok", a.adapt(a.listProviderKeys))
-				r.Get(apiPrefix+"/byok/{id}", a.adapt(a.getProviderKey))
-				r.Patch(apiPrefix+"/byok/{id}", a.adapt(a.updateProviderKey))
-				r.Delete(apiPrefix+"/byok/{id}", a.adapt(a.deleteProviderKey))
+				r.Use(requireManagement(a.log))
+				r.Post(apiPrefix+"/workspaces", a.keyed(a.createWorkspace))
+				r.Get(apiPrefix+"/workspaces", a.keyed(a.listWorkspaces))
+				r.Get(apiPrefix+"/workspaces/{id}", a.keyed(a.getWorkspace))
+				r.Patch(apiPrefix+"/workspaces/{id}", a.keyed(a.updateWorkspace))
+				r.Delete(apiPrefix+"/workspaces/{id}", a.keyed(a.deleteWorkspace))
+				r.Get(apiPrefix+"/workspaces/{id}/budgets", a.keyed(a.listBudgets))
+				r.Get(apiPrefix+"/workspaces/{id}/budgets/{interval}", a.keyed(a.getBudget))
+				r.Put(apiPrefix+"/workspaces/{id}/budgets/{interval}", a.keyed(a.putBudget))
+				r.Delete(apiPrefix+"/workspaces/{id}/budgets/{interval}", a.keyed(a.deleteBudget))
+				r.Post(apiPrefix+"/keys", a.keyed(a.createKey))
+				r.Get(apiPrefix+"/keys", a.keyed(a.listKeys))
+				r.Get(apiPrefix+"/keys/{hash}", a.keyed(a.getKey))
+				r.Patch(apiPrefix+"/keys/{hash}", a.keyed(a.updateKey))
+				r.Delete(apiPrefix+"/keys/{hash}", a.keyed(a.deleteKey))
+				r.Post(apiPrefix+"/byok", a.keyed(a.createProviderKey))
+				r.Get(apiPrefix+"/byok", a.keyed(a.listProviderKeys))
+				r.Get(apiPrefix+"/byok/{id}", a.keyed(a.getProviderKey))
+				r.Patch(apiPrefix+"/byok/{id}", a.keyed(a.updateProviderKey))
+				r.Delete(apiPrefix+"/byok/{id}", a.keyed(a.deleteProviderKey))
 			})
 
 			// Uploads are limited by a class of their own (and by the upload
 			// admission); reads, lists and deletes go by the default class,
 			// like every other request of the key.
-			r.With(a.rateLimit(limits.ClassFiles)).Post(apiPrefix+"/files", a.adapt(a.uploadFile))
-			r.Get(apiPrefix+"/files", a.adapt(a.listFiles))
-			r.Get(apiPrefix+"/files/{id}", a.adapt(a.getFile))
-			r.Delete(apiPrefix+"/files/{id}", a.adapt(a.deleteFile))
-			r.Get(apiPrefix+"/files/{id}/content", a.adapt(a.fileContent))
-			r.Head(apiPrefix+"/files/{id}/content", a.adapt(a.fileContent))
+			r.With(limitRate(a.limits, limits.ClassFiles, a.log)).Post(apiPrefix+"/files", a.keyed(a.uploadFile))
+			r.Get(apiPrefix+"/files", a.keyed(a.listFiles))
+			r.Get(apiPrefix+"/files/{id}", a.keyed(a.getFile))
+			r.Delete(apiPrefix+"/files/{id}", a.keyed(a.deleteFile))
+			r.Get(apiPrefix+"/files/{id}/content", a.keyed(a.fileContent))
+			r.Head(apiPrefix+"/files/{id}/content", a.keyed(a.fileContent))
 		})
 	})
 	return r

@@ -53,34 +53,11 @@ func newSpendMetrics(reg prometheus.Registerer) *spendMetrics {
 	return m
 }
 
-// enforceSpend answers 402 for a key over its limit or whose workspace is
-// over a budget, from the guard's replica-local state: no round trip.
-func (a *API) enforceSpend(next http.Handler) http.Handler {
-	if a.spendGuard == nil {
-		return next
-	}
-	keyLimit, budget := a.spendMetrics.refused.WithLabelValues("key_limit"), a.spendMetrics.refused.WithLabelValues("workspace_budget")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if k := keyOf(w); k != nil {
-			if err := a.spendGuard.Decide(k); err != nil {
-				if errors.Is(err, spend.ErrKeyLimit) {
-					keyLimit.Inc()
-				} else {
-					budget.Inc()
-				}
-				writeError(w, r, a.log, err)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // maxUsageBody caps a batch of usage reports: 1,000 reports with ids of the
 // longest allowed, with room for whitespace.
 const maxUsageBody = 512 << 10
 
-func (a *API) reportUsage(w http.ResponseWriter, r *http.Request) error {
+func (a *API) reportUsage(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.spend == nil {
 		return errUnavailable
 	}
@@ -88,7 +65,7 @@ func (a *API) reportUsage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.spend.ReportBatch(r.Context(), keyOf(w), body)
+	res, err := a.spend.ReportBatch(r.Context(), caller, body)
 	if err != nil {
 		return a.usageError(err)
 	}
@@ -104,7 +81,7 @@ type usageAnswer struct {
 	Duplicates int `json:"duplicates"`
 }
 
-func (a *API) reportKeyUsage(w http.ResponseWriter, r *http.Request) error {
+func (a *API) reportKeyUsage(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.spend == nil || a.keys == nil {
 		return errUnavailable
 	}
@@ -116,7 +93,6 @@ func (a *API) reportKeyUsage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	caller := keyOf(w)
 	res, err := a.spend.ReportOne(r.Context(), caller, id, body)
 	if err != nil {
 		return a.usageError(err)
@@ -210,7 +186,7 @@ func viewBudget(b spend.Budget) budgetView {
 }
 
 // budgetTarget resolves the workspace and interval of a budget route.
-func (a *API) budgetTarget(r *http.Request, w http.ResponseWriter, withInterval bool) (string, spend.Interval, error) {
+func (a *API) budgetTarget(r *http.Request, caller *keys.APIKey, withInterval bool) (string, spend.Interval, error) {
 	if a.spend == nil || a.workspaces == nil {
 		return "", "", errUnavailable
 	}
@@ -228,15 +204,15 @@ func (a *API) budgetTarget(r *http.Request, w http.ResponseWriter, withInterval 
 			return "", "", badRequest(map[string]any{"interval": "must be daily, weekly, monthly or lifetime"})
 		}
 	}
-	ws, err := a.workspaces.Get(r.Context(), keyOf(w).UserID, ref)
+	ws, err := a.workspaces.Get(r.Context(), caller.UserID, ref)
 	if err != nil {
 		return "", "", err
 	}
 	return ws.ID, iv, nil
 }
 
-func (a *API) listBudgets(w http.ResponseWriter, r *http.Request) error {
-	ws, _, err := a.budgetTarget(r, w, false)
+func (a *API) listBudgets(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
+	ws, _, err := a.budgetTarget(r, caller, false)
 	if err != nil {
 		return err
 	}
@@ -260,8 +236,8 @@ type budgetData struct {
 	IncludeBYOK bool       `json:"include_byok_in_budgets"`
 }
 
-func (a *API) getBudget(w http.ResponseWriter, r *http.Request) error {
-	ws, iv, err := a.budgetTarget(r, w, true)
+func (a *API) getBudget(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
+	ws, iv, err := a.budgetTarget(r, caller, true)
 	if err != nil {
 		return err
 	}
@@ -273,8 +249,8 @@ func (a *API) getBudget(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) putBudget(w http.ResponseWriter, r *http.Request) error {
-	ws, iv, err := a.budgetTarget(r, w, true)
+func (a *API) putBudget(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
+	ws, iv, err := a.budgetTarget(r, caller, true)
 	if err != nil {
 		return err
 	}
@@ -295,13 +271,13 @@ func (a *API) putBudget(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusCreated
 	}
 	a.log.Info("workspace budget set", zap.String("workspace_id", ws), zap.String("interval", string(iv)),
-		zap.Stringer("limit_usd", b.Limit), zap.String("actor_key_id", keyOf(w).ID))
+		zap.Stringer("limit_usd", b.Limit), zap.String("actor_key_id", caller.ID))
 	writeJSON(w, status, budgetData{viewBudget(b), byok})
 	return nil
 }
 
-func (a *API) deleteBudget(w http.ResponseWriter, r *http.Request) error {
-	ws, iv, err := a.budgetTarget(r, w, true)
+func (a *API) deleteBudget(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
+	ws, iv, err := a.budgetTarget(r, caller, true)
 	if err != nil {
 		return err
 	}
@@ -309,7 +285,7 @@ func (a *API) deleteBudget(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.log.Info("workspace budget deleted", zap.String("workspace_id", ws), zap.String("interval", string(iv)),
-		zap.String("actor_key_id", keyOf(w).ID))
+		zap.String("actor_key_id", caller.ID))
 	writeJSON(w, http.StatusOK, struct {
 		Deleted bool `json:"deleted"`
 	}{true})

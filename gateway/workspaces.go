@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -31,7 +32,7 @@ type workspaceData struct {
 	Data workspace.Workspace `json:"data"`
 }
 
-func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) error {
+func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.workspaces == nil {
 		return errUnavailable
 	}
@@ -39,7 +40,7 @@ func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	userID := keyOf(w).UserID
+	userID := caller.UserID
 	res, err := a.workspaces.Create(r.Context(), userID, body, idemKey)
 	if err != nil {
 		return err
@@ -51,7 +52,7 @@ func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) updateWorkspace(w http.ResponseWriter, r *http.Request) error {
+func (a *API) updateWorkspace(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.workspaces == nil {
 		return errUnavailable
 	}
@@ -63,7 +64,7 @@ func (a *API) updateWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	userID := keyOf(w).UserID
+	userID := caller.UserID
 	res, err := a.workspaces.Update(r.Context(), userID, id, body, idemKey)
 	if err != nil {
 		return err
@@ -109,7 +110,7 @@ func writeWorkspace(w http.ResponseWriter, status int, res workspace.Result) {
 	writeJSON(w, status, workspaceData{res.Workspace})
 }
 
-func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request) error {
+func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.workspaces == nil {
 		return errUnavailable
 	}
@@ -117,7 +118,7 @@ func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ws, err := a.workspaces.Get(r.Context(), keyOf(w).UserID, id)
+	ws, err := a.workspaces.Get(r.Context(), caller.UserID, id)
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
+func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.workspaces == nil {
 		return errUnavailable
 	}
@@ -133,7 +134,7 @@ func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := a.workspaces.List(r.Context(), keyOf(w).UserID, page)
+	list, err := a.workspaces.List(r.Context(), caller.UserID, page)
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
+func (a *API) deleteWorkspace(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.workspaces == nil {
 		return errUnavailable
 	}
@@ -152,7 +153,7 @@ func (a *API) deleteWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	userID := keyOf(w).UserID
+	userID := caller.UserID
 	if err := a.workspaces.Delete(r.Context(), userID, id); err != nil {
 		return err
 	}
