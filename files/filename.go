@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/aigateway/gateway/invalid"
 )
 
 // ErrInvalidFilename: the client's filename breaks a rule of
@@ -65,9 +67,14 @@ func (e *FilenameError) Error() string {
 // Unwrap returns ErrInvalidFilename.
 func (e *FilenameError) Unwrap() error { return ErrInvalidFilename }
 
-// Metadata names the problem under "filename", with the rule and position.
+// FieldProblems names the problem under "filename".
+func (e *FilenameError) FieldProblems() []invalid.Field {
+	return []invalid.Field{{Name: "filename", Problem: ruleText[e.Rule]}}
+}
+
+// Metadata adds the rule broken and, when known, where.
 func (e *FilenameError) Metadata() map[string]any {
-	m := map[string]any{"fields": map[string]any{"filename": ruleText[e.Rule]}, "rule": e.Rule}
+	m := map[string]any{"rule": e.Rule}
 	if e.Position > 0 {
 		m["position"] = e.Position
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/aigateway/gateway/invalid"
 )
 
 func TestValidateFilenameAccepts(t *testing.T) {
@@ -90,8 +92,9 @@ func TestValidateFilenameRefuses(t *testing.T) {
 				t.Fatalf("rule %q at %d, want %q at %d", fe.Rule, fe.Position, tt.rule, tt.position)
 			}
 			meta := fe.Metadata()
-			if meta["rule"] != tt.rule || meta["fields"].(map[string]any)["filename"] != ruleText[tt.rule] {
-				t.Fatalf("metadata = %v", meta)
+			f := invalid.Fields(err)
+			if meta["rule"] != tt.rule || len(f) != 1 || f[0] != (invalid.Field{Name: "filename", Problem: ruleText[tt.rule]}) {
+				t.Fatalf("metadata = %v, field problems = %v", meta, f)
 			}
 			if pos, ok := meta["position"]; ok != (tt.position > 0) || ok && pos != tt.position {
 				t.Fatalf("metadata position = %v, want %d", pos, tt.position)

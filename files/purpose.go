@@ -3,6 +3,8 @@ package files
 import (
 	"errors"
 	"strings"
+
+	"github.com/aigateway/gateway/invalid"
 )
 
 // Purpose is what a file is uploaded for, in the OpenAI Files API's terms:
@@ -37,9 +39,9 @@ type PurposeError struct{}
 func (*PurposeError) Error() string { return ErrInvalidPurpose.Error() + ": " + purposeRule }
 func (*PurposeError) Unwrap() error { return ErrInvalidPurpose }
 
-// Metadata names the field and the values allowed.
-func (*PurposeError) Metadata() map[string]any {
-	return map[string]any{"fields": map[string]any{"purpose": purposeRule}}
+// FieldProblems names the field and the values allowed.
+func (*PurposeError) FieldProblems() []invalid.Field {
+	return []invalid.Field{{Name: "purpose", Problem: purposeRule}}
 }
 
 var purposeRule = func() string {

@@ -3,6 +3,8 @@ package files
 import (
 	"errors"
 	"testing"
+
+	"github.com/aigateway/gateway/invalid"
 )
 
 func TestParsePurpose(t *testing.T) {
@@ -39,9 +41,9 @@ func TestParsePurpose(t *testing.T) {
 			}
 			// The same text whatever was sent: the value is never echoed.
 			const rule = "must be one of assistants, batch, fine-tune, vision, user_data, evals"
-			fields, _ := pe.Metadata()["fields"].(map[string]any)
-			if fields["purpose"] != rule || err.Error() != "invalid purpose: "+rule {
-				t.Errorf("metadata %v, text %q; want the rule %q alone", pe.Metadata(), err, rule)
+			fields := invalid.Fields(err)
+			if len(fields) != 1 || fields[0] != (invalid.Field{Name: "purpose", Problem: rule}) || err.Error() != "invalid purpose: "+rule {
+				t.Errorf("fields %v, text %q; want the rule %q alone", fields, err, rule)
 			}
 		})
 	}

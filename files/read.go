@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aigateway/gateway/param"
+	"github.com/aigateway/gateway/invalid"
 
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/storage"
@@ -37,9 +37,9 @@ type ParamError struct {
 func (e *ParamError) Error() string { return e.Param + ": " + e.Problem }
 func (e *ParamError) Unwrap() error { return ErrInvalidParam }
 
-// Metadata names the parameter, in the shape of the other 400s.
-func (e *ParamError) Metadata() map[string]any {
-	return map[string]any{"fields": map[string]any{e.Param: e.Problem}}
+// FieldProblems names the parameter.
+func (e *ParamError) FieldProblems() []invalid.Field {
+	return []invalid.Field{{Name: e.Param, Problem: e.Problem}}
 }
 
 func paramError(param, problem string) error { return &ParamError{Param: param, Problem: problem} }
@@ -102,18 +102,37 @@ type Target struct {
 	Provider    string // "" for the gateway's own storage
 }
 
-// ListParams are the paging parameters of a listing, raw from the query.
+// ListParams are the paging parameters of a listing, read by the edge.
 // At most one of Cursor, After, AfterID and BeforeID may be set.
 type ListParams struct {
 	Target
-	Limit string // "" for DefaultListLimit
-	Order string // "asc" | "desc" | ""; the default is newest first
+	Limit int   // 1 to MaxListLimit; 0 for DefaultListLimit
+	Order Order // OrderDefault: newest first, or the cursor's order
 	// Purpose keeps only the files uploaded for it (OpenAI's filter);
 	// "" for all.
-	Purpose string
+	Purpose Purpose
 	// Cursor continues a previous page of ours; After (OpenAI) and AfterID
 	// (Anthropic) continue after a file id; BeforeID pages back from one.
 	Cursor, After, AfterID, BeforeID string
+}
+
+// Order is the order of a listing.
+type Order string
+
+// The orders of a listing.
+const (
+	OrderDefault Order = ""
+	OrderAsc     Order = "asc"  // oldest first
+	OrderDesc    Order = "desc" // newest first
+)
+
+// ParseOrder reads an order as the API names it: asc or desc.
+func ParseOrder(s string) (Order, bool) {
+	switch o := Order(s); o {
+	case OrderAsc, OrderDesc:
+		return o, true
+	}
+	return OrderDefault, false
 }
 
 // File is a file as the routes show it.
@@ -147,9 +166,9 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	var purpose Purpose
-	if p.Purpose != "" {
-		if purpose, err = ParsePurpose(p.Purpose); err != nil {
+	purpose := p.Purpose
+	if purpose != "" {
+		if _, err := ParsePurpose(string(purpose)); err != nil {
 			return Page{}, paramError("purpose", purposeRule)
 		}
 		if p.Provider != "" {
@@ -164,7 +183,7 @@ func (s *ReadService) List(ctx context.Context, p ListParams) (Page, error) {
 		if err != nil || c.Workspace != ws || c.Provider != p.Provider || c.Purpose != purpose {
 			return Page{}, paramError("cursor", "not a cursor of this listing")
 		}
-		if p.Order != "" && c.Ascending != asc {
+		if p.Order != OrderDefault && c.Ascending != asc {
 			return Page{}, paramError("order", "differs from the cursor's")
 		}
 		asc, start, backward = c.Ascending, &c.Position, c.Backward
@@ -249,19 +268,18 @@ func (s *ReadService) listProvider(ctx context.Context, ws, name, keyID string, 
 	return out, nil
 }
 
-// parsePaging reads limit and order.
+// LimitRule is what a listing's limit must be.
+var LimitRule = fmt.Sprintf("must be an integer from 1 to %d", MaxListLimit)
+
+// parsePaging checks limit, order and the one way to say where to start.
 func parsePaging(p ListParams) (limit int, asc bool, err error) {
-	limit = DefaultListLimit
-	if p.Limit != "" {
-		n, ok := param.Int(p.Limit, 1, MaxListLimit)
-		if !ok {
-			return 0, false, paramError("limit", fmt.Sprintf("must be an integer from 1 to %d", MaxListLimit))
-		}
-		limit = n
+	limit = cmp.Or(p.Limit, DefaultListLimit)
+	if limit < 1 || limit > MaxListLimit {
+		return 0, false, paramError("limit", LimitRule)
 	}
 	switch p.Order {
-	case "", "desc":
-	case "asc":
+	case OrderDefault, OrderDesc:
+	case OrderAsc:
 		asc = true
 	default:
 		return 0, false, paramError("order", "must be asc or desc")

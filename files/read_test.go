@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aigateway/gateway/invalid"
 	"github.com/aigateway/gateway/keys"
 )
 
@@ -97,7 +98,7 @@ func TestPagingFromADeletedFile(t *testing.T) {
 	if err != nil || len(all.Files) != 6 {
 		t.Fatalf("list: %v", err)
 	}
-	first, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Limit: "2"})
+	first, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestPagingFromADeletedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []ListParams{{After: anchor}, {AfterID: anchor}} {
-		p.Target, p.Limit = Target{Key: aliceKey}, "2"
+		p.Target, p.Limit = Target{Key: aliceKey}, 2
 		next, err := r.r.List(ctx, p)
 		if err != nil {
 			t.Fatalf("%+v after its anchor was deleted: %v", p, err)
@@ -265,22 +266,22 @@ func TestListPaging(t *testing.T) {
 		t.Fatal("the walk does not end")
 		return nil
 	}
-	if got := walk(ListParams{Target: target, Limit: "3"}); !slices.Equal(got, newestFirst) {
+	if got := walk(ListParams{Target: target, Limit: 3}); !slices.Equal(got, newestFirst) {
 		t.Errorf("cursor walk = %v, want %v", got, newestFirst)
 	}
-	if got := walk(ListParams{Target: target, Limit: "2", Order: "asc"}); !slices.Equal(got, ids) {
+	if got := walk(ListParams{Target: target, Limit: 2, Order: "asc"}); !slices.Equal(got, ids) {
 		t.Errorf("ascending walk = %v, want %v", got, ids)
 	}
 	// The SDKs' own parameters.
-	page, err := r.r.List(ctx, ListParams{Target: target, Limit: "2", After: newestFirst[1]})
+	page, err := r.r.List(ctx, ListParams{Target: target, Limit: 2, After: newestFirst[1]})
 	if got := fileIDs(page.Files); err != nil || !slices.Equal(got, newestFirst[2:4]) || !page.HasMore {
 		t.Errorf("after = %v, %v, has_more %v; want %v", got, err, page.HasMore, newestFirst[2:4])
 	}
-	page, err = r.r.List(ctx, ListParams{Target: target, Limit: "10", AfterID: newestFirst[4]})
+	page, err = r.r.List(ctx, ListParams{Target: target, Limit: 10, AfterID: newestFirst[4]})
 	if got := fileIDs(page.Files); err != nil || !slices.Equal(got, newestFirst[5:]) || page.HasMore {
 		t.Errorf("after_id = %v, %v; want %v", got, err, newestFirst[5:])
 	}
-	page, err = r.r.List(ctx, ListParams{Target: target, Limit: "2", BeforeID: newestFirst[4]})
+	page, err = r.r.List(ctx, ListParams{Target: target, Limit: 2, BeforeID: newestFirst[4]})
 	if got := fileIDs(page.Files); err != nil || !slices.Equal(got, newestFirst[2:4]) || !page.HasMore {
 		t.Errorf("before_id = %v, %v, has_more %v; want %v", got, err, page.HasMore, newestFirst[2:4])
 	}
@@ -301,7 +302,7 @@ func TestListRefusesBadParameters(t *testing.T) {
 		r.put(t, aliceMgmt, "", hello)
 	}
 	r.put(t, aliceMgmt, aliceOther, hello)
-	first, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceMgmt}, Limit: "1"})
+	first, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceMgmt}, Limit: 1})
 	if err != nil || first.Cursor == "" {
 		t.Fatalf("List = %+v, %v", first, err)
 	}
@@ -312,9 +313,8 @@ func TestListRefusesBadParameters(t *testing.T) {
 		p     ListParams
 		param string
 	}{
-		{"limit 0", ListParams{Limit: "0"}, "limit"},
-		{"limit 1001", ListParams{Limit: "1001"}, "limit"},
-		{"limit not a number", ListParams{Limit: "1e2"}, "limit"},
+		{"negative limit", ListParams{Limit: -1}, "limit"},
+		{"limit 1001", ListParams{Limit: 1001}, "limit"},
 		{"order", ListParams{Order: "newest"}, "order"},
 		{"tampered cursor", ListParams{Cursor: string(tampered)}, "cursor"},
 		{"garbage cursor", ListParams{Cursor: "abc"}, "cursor"},
@@ -324,7 +324,6 @@ func TestListRefusesBadParameters(t *testing.T) {
 		// The second way to say where to start is the one named.
 		{"two positions", ListParams{Cursor: first.Cursor, After: first.Files[0].ID}, "after"},
 		{"after and before_id", ListParams{After: first.Files[0].ID, BeforeID: first.Files[0].ID}, "before_id"},
-		{"limit with a sign", ListParams{Limit: "+5"}, "limit"},
 		{"unknown purpose", ListParams{Purpose: "homework"}, "purpose"},
 		{"purpose with a provider", ListParams{Purpose: "batch", Target: Target{Key: aliceKey, Provider: ProviderOpenAI}}, "purpose"},
 		{"malformed after", ListParams{After: "a b"}, "after"},
@@ -459,11 +458,11 @@ func TestProviderReads(t *testing.T) {
 		}
 		recs = append(recs, rec)
 	}
-	page, err := r.r.List(ctx, ListParams{Target: target, Limit: "2"})
+	page, err := r.r.List(ctx, ListParams{Target: target, Limit: 2})
 	if err != nil || !slices.Equal(fileIDs(page.Files), []string{"file-provider-3", "file-provider-2"}) || page.Cursor == "" {
 		t.Fatalf("List = %+v, %v", page, err)
 	}
-	page, err = r.r.List(ctx, ListParams{Target: target, Limit: "2", Cursor: page.Cursor})
+	page, err = r.r.List(ctx, ListParams{Target: target, Limit: 2, Cursor: page.Cursor})
 	if err != nil || !slices.Equal(fileIDs(page.Files), []string{"file-provider-1"}) || page.HasMore {
 		t.Errorf("second page = %+v, %v", page, err)
 	}
@@ -535,15 +534,14 @@ func TestServiceKeysDoNotUpload(t *testing.T) {
 // provider without a client, and a provider whose key the workspace never
 // stored are 400s that name the parameter, on uploads and reads alike.
 func TestRefusalsNameTheParameter(t *testing.T) {
-	type metadata interface{ Metadata() map[string]any }
 	check := func(t *testing.T, err error, sentinel error, param string) {
 		t.Helper()
-		var md metadata
-		if !errors.Is(err, sentinel) || !errors.As(err, &md) {
-			t.Fatalf("err = %v, want %v carrying metadata", err, sentinel)
+		fields := invalid.Fields(err)
+		if !errors.Is(err, sentinel) || fields == nil {
+			t.Fatalf("err = %v, want %v naming its field", err, sentinel)
 		}
-		if fields, _ := md.Metadata()["fields"].(map[string]any); fields[param] == nil {
-			t.Errorf("%v: metadata %v does not name %s", err, md.Metadata(), param)
+		if !slices.ContainsFunc(fields, func(f invalid.Field) bool { return f.Name == param && f.Problem != "" }) {
+			t.Errorf("%v: field problems %v do not name %s", err, fields, param)
 		}
 	}
 	r := newRig(t)
@@ -594,7 +592,7 @@ func TestBackwardPagesCarryTheirCursor(t *testing.T) {
 	}
 	// Before the last file of the listing are the six others.
 	last := all.Files[6].ID
-	page, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, BeforeID: last, Limit: "2"})
+	page, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, BeforeID: last, Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,7 +607,7 @@ func TestBackwardPagesCarryTheirCursor(t *testing.T) {
 		if page.Cursor == "" {
 			t.Fatalf("a page with more has no cursor (after %v)", seen)
 		}
-		if page, err = r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Cursor: page.Cursor, Limit: "2"}); err != nil {
+		if page, err = r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Cursor: page.Cursor, Limit: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -645,11 +643,11 @@ func TestListByPurpose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	page, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Purpose: "batch", Limit: "2"})
+	page, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Purpose: "batch", Limit: 2})
 	if err != nil || len(page.Files) != 2 || !page.HasMore {
 		t.Fatalf("first page: %+v, %v", page, err)
 	}
-	next, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Purpose: "batch", Cursor: page.Cursor, Limit: "2"})
+	next, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Purpose: "batch", Cursor: page.Cursor, Limit: 2})
 	if err != nil || len(next.Files) != 1 || next.HasMore {
 		t.Fatalf("second page: %+v, %v", next, err)
 	}
@@ -658,7 +656,7 @@ func TestListByPurpose(t *testing.T) {
 			t.Errorf("%s has purpose %q", f.ID, f.Purpose)
 		}
 	}
-	if _, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Cursor: page.Cursor, Limit: "2"}); err == nil {
+	if _, err := r.r.List(ctx, ListParams{Target: Target{Key: aliceKey}, Cursor: page.Cursor, Limit: 2}); err == nil {
 		t.Error("a cursor of the batch listing continued the unfiltered one")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/files/sniff"
+	"github.com/aigateway/gateway/invalid"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/storage"
 	"github.com/aigateway/gateway/workspace"
@@ -444,9 +445,14 @@ type TooLargeError struct{ Limit int64 }
 func (e *TooLargeError) Error() string { return fmt.Sprintf("file exceeds %d bytes", e.Limit) }
 func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
 
+// FieldProblems names the file.
+func (e *TooLargeError) FieldProblems() []invalid.Field {
+	return []invalid.Field{{Name: "file", Problem: "larger than the maximum file size"}}
+}
+
 // Metadata tells the client the limit.
 func (e *TooLargeError) Metadata() map[string]any {
-	return map[string]any{"fields": map[string]any{"file": "larger than the maximum file size"}, "max_file_bytes": e.Limit}
+	return map[string]any{"max_file_bytes": e.Limit}
 }
 
 // QuotaError refuses a file larger than what is left of its workspace's

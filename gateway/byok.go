@@ -69,7 +69,7 @@ func (a *API) createProviderKey(w http.ResponseWriter, r *http.Request, actor *k
 	}
 	k, err := a.providerKeys.Create(r.Context(), actor.UserID, body)
 	if err != nil {
-		return keyError(err)
+		return err
 	}
 	a.log.Info("provider key created", zap.String("provider_key_id", k.ID), zap.String("provider", k.Provider),
 		zap.String("workspace_id", k.WorkspaceID), zap.String("actor_key_id", actor.ID))
@@ -141,7 +141,7 @@ func (a *API) updateProviderKey(w http.ResponseWriter, r *http.Request, actor *k
 	}
 	k, err := a.providerKeys.Update(r.Context(), actor.UserID, id, body)
 	if err != nil {
-		return keyError(err)
+		return err
 	}
 	a.log.Info("provider key updated", zap.String("provider_key_id", k.ID), zap.String("actor_key_id", actor.ID),
 		zap.Bool("disabled", k.Disabled))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/files/sniff"
+	"github.com/aigateway/gateway/invalid"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/limits"
 	"github.com/aigateway/gateway/spend"
@@ -153,14 +154,43 @@ type envelopeError struct {
 	Metadata map[string]any `json:"metadata"`
 }
 
-// classify finds the status and client message for err.
+// classify finds the status and client message for err. An error the
+// table does not know that names fields at fault is the caller's: 400.
 func classify(err error) (status int, message string) {
 	for _, k := range errorTable {
 		if errors.Is(err, k.target) {
 			return k.status, k.message
 		}
 	}
+	if invalid.Fields(err) != nil {
+		return http.StatusBadRequest, msgBadRequest
+	}
 	return http.StatusInternalServerError, msgInternal
+}
+
+// clientMetadata is the metadata of a refusal: the fields at fault, as
+// the domain named them, under "fields", with whatever other client-safe
+// detail the error carries.
+func clientMetadata(err error) map[string]any {
+	var meta map[string]any
+	var me metadataError
+	if errors.As(err, &me) {
+		meta = me.Metadata()
+	}
+	problems := invalid.Fields(err)
+	if len(problems) == 0 {
+		return meta
+	}
+	fields := make(map[string]any, len(problems))
+	for _, p := range problems {
+		fields[p.Name] = p.Problem
+	}
+	out := make(map[string]any, len(meta)+1)
+	for k, v := range meta {
+		out[k] = v
+	}
+	out["fields"] = fields
+	return out
 }
 
 // writeError answers err in the envelope and logs it: 5xx at error level
@@ -190,10 +220,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 	}
 	env := envelope{Error: envelopeError{Code: status, Message: message}}
 	if status < 500 {
-		var me metadataError
-		if errors.As(err, &me) {
-			env.Error.Metadata = me.Metadata()
-		}
+		env.Error.Metadata = clientMetadata(err)
 		log.Debug("request refused", zap.Int("status", status), zap.String("request_id", requestIDOf(r)), zap.Error(err))
 	} else {
 		// Upstream (provider) errors may carry safe metadata such as the

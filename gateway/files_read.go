@@ -15,6 +15,7 @@ import (
 
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/param"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -84,10 +85,27 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, caller *keys.API
 		}
 		cursor = q.Get("page")
 	}
-	page, err := a.reader.List(r.Context(), files.ListParams{
-		Target: t, Limit: q.Get("limit"), Order: q.Get("order"), Purpose: q.Get("purpose"),
-		Cursor: cursor, After: q.Get("after"), AfterID: q.Get("after_id"), BeforeID: q.Get("before_id"),
-	})
+	p := files.ListParams{Target: t, Cursor: cursor, After: q.Get("after"), AfterID: q.Get("after_id"), BeforeID: q.Get("before_id")}
+	if v := q.Get("limit"); v != "" {
+		n, ok := param.Int(v, 1, files.MaxListLimit)
+		if !ok {
+			return badRequest(map[string]any{"limit": files.LimitRule})
+		}
+		p.Limit = n
+	}
+	if v := q.Get("order"); v != "" {
+		o, ok := files.ParseOrder(v)
+		if !ok {
+			return badRequest(map[string]any{"order": "must be asc or desc"})
+		}
+		p.Order = o
+	}
+	if v := q.Get("purpose"); v != "" {
+		if p.Purpose, err = files.ParsePurpose(v); err != nil {
+			return err
+		}
+	}
+	page, err := a.reader.List(r.Context(), p)
 	var pe *files.ParamError
 	if byPage && errors.As(err, &pe) && pe.Param == "cursor" {
 		// The problem is the client's page, named as it named it.

@@ -137,13 +137,41 @@ func TestListPassesParameters(t *testing.T) {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 	want := files.ListParams{Target: files.Target{Key: standardKey, WorkspaceID: "ws", Provider: "openai"},
-		Limit: "7", Order: "asc", Cursor: "c", After: "a", AfterID: "b", BeforeID: "d"}
+		Limit: 7, Order: files.OrderAsc, Cursor: "c", After: "a", AfterID: "b", BeforeID: "d"}
 	if len(fr.list) != 1 || fr.list[0] != want {
 		t.Errorf("List got %+v, want %+v", fr.list, want)
 	}
 	rec = serve(h, request(http.MethodGet, "/api/v1/files?provider=gemini"))
 	if env := decodeEnvelope(t, rec); rec.Code != 400 || fmt.Sprint(env.Error.Metadata) != "map[fields:map[provider:must be openai or anthropic]]" {
 		t.Errorf("bad provider: %d %s", rec.Code, rec.Body)
+	}
+	// The edge reads limit, order and purpose into the domain's types; what
+	// it cannot read is a 400 naming the parameter, and the service is not
+	// asked.
+	fr.list = nil
+	for query, param := range map[string]string{
+		"limit=0": "limit", "limit=1001": "limit", "limit=1e2": "limit", "limit=+5": "limit", "limit=": "",
+		"order=newest": "order", "purpose=homework": "purpose",
+	} {
+		rec := serve(h, request(http.MethodGet, "/api/v1/files?"+query))
+		if param == "" {
+			if rec.Code != http.StatusOK {
+				t.Errorf("%s: %d, want 200 (an empty value is the default)", query, rec.Code)
+			}
+			continue
+		}
+		env := decodeEnvelope(t, rec)
+		if fields, _ := env.Error.Metadata["fields"].(map[string]any); rec.Code != 400 || fields[param] == nil {
+			t.Errorf("%s: %d %s, want 400 naming %s", query, rec.Code, rec.Body, param)
+		}
+	}
+	if len(fr.list) != 1 {
+		t.Errorf("the service was asked %d times, want once (for the valid query)", len(fr.list))
+	}
+	fr.list = nil
+	serve(h, request(http.MethodGet, "/api/v1/files?purpose=batch&order=desc"))
+	if len(fr.list) != 1 || fr.list[0].Purpose != files.PurposeBatch || fr.list[0].Order != files.OrderDesc {
+		t.Errorf("List got %+v, want purpose batch, order desc", fr.list)
 	}
 }
 

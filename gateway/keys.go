@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -90,7 +89,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request, actor *keys.APIK
 	}
 	c, err := a.keys.Create(r.Context(), actor.UserID, body, idemKey)
 	if err != nil {
-		return keyError(err)
+		return err
 	}
 	status := http.StatusCreated
 	if c.Replayed {
@@ -116,7 +115,7 @@ func (a *API) getKey(w http.ResponseWriter, r *http.Request, caller *keys.APIKey
 	}
 	k, err := a.keys.Get(r.Context(), caller.UserID, id)
 	if err != nil {
-		return keyError(err)
+		return err
 	}
 	v, err := a.viewKeyWithUsage(r.Context(), &k)
 	if err != nil {
@@ -136,7 +135,7 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request, caller *keys.APIK
 	}
 	page, err := a.keys.List(r.Context(), caller.UserID, q)
 	if err != nil {
-		return keyError(err)
+		return err
 	}
 	views, err := a.viewKeysWithUsage(r.Context(), page)
 	if err != nil {
@@ -173,7 +172,7 @@ func (a *API) updateKey(w http.ResponseWriter, r *http.Request, actor *keys.APIK
 	}
 	k, err := a.keys.Update(r.Context(), actor.UserID, id, body)
 	if err != nil {
-		return keyError(err)
+		return err
 	}
 	a.forgetKey(k.ID)
 	a.log.Info("api key updated", zap.String("key_id", k.ID), zap.String("actor_key_id", actor.ID),
@@ -195,7 +194,7 @@ func (a *API) deleteKey(w http.ResponseWriter, r *http.Request, actor *keys.APIK
 		return err
 	}
 	if err := a.keys.Delete(r.Context(), actor.UserID, id); err != nil {
-		return keyError(err)
+		return err
 	}
 	a.forgetKey(id)
 	a.log.Info("api key deleted", zap.String("key_id", id), zap.String("actor_key_id", actor.ID))
@@ -284,18 +283,4 @@ func interval(d time.Duration) string {
 		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
 	}
 	return d.String()
-}
-
-// keyError turns the field problems of a key request into the envelope's
-// {"fields": …}; other errors pass through to the error table.
-func keyError(err error) error {
-	var bad *keys.InvalidError
-	if !errors.As(err, &bad) {
-		return err
-	}
-	fields := make(map[string]any, len(bad.Problems))
-	for _, p := range bad.Problems {
-		fields[p.Field] = p.Problem
-	}
-	return badRequest(fields)
 }

@@ -120,7 +120,6 @@ func (a *API) usageError(err error) error {
 	var bad *spend.InvalidError
 	if errors.As(err, &bad) {
 		a.spendMetrics.reports.WithLabelValues("refused").Inc()
-		return badRequest(map[string]any{bad.Field: bad.Problem})
 	}
 	return err
 }

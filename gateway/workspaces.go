@@ -2,13 +2,18 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
+	"net/url"
 
 	"go.uber.org/zap"
 
+	"github.com/aigateway/gateway/invalid"
 	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/param"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -130,7 +135,7 @@ func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request, caller *key
 	if a.workspaces == nil {
 		return errUnavailable
 	}
-	page, err := workspace.ParsePage(r.URL.Query())
+	page, err := workspacePage(r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -172,4 +177,35 @@ func printableASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// workspacePage reads the offset and limit of GET /workspaces: offset >= 0,
+// default 0; limit 1 to workspace.MaxPageLimit, default
+// workspace.DefaultPageLimit. A parameter given twice, empty, not a decimal
+// integer or out of range is named; other parameters are ignored.
+func workspacePage(query url.Values) (workspace.Page, error) {
+	p := workspace.Page{Offset: 0, Limit: workspace.DefaultPageLimit}
+	var bad invalid.Problems
+	read := func(name string, dst *int, lo, hi int, problem string) {
+		vs, ok := query[name]
+		if !ok {
+			return
+		}
+		if len(vs) != 1 {
+			bad.Add(name, "must be given once")
+			return
+		}
+		n, ok := param.Int(vs[0], lo, hi)
+		if !ok {
+			bad.Add(name, problem)
+			return
+		}
+		*dst = n
+	}
+	read("offset", &p.Offset, 0, math.MaxInt, "must be an integer >= 0")
+	read("limit", &p.Limit, 1, workspace.MaxPageLimit, fmt.Sprintf("must be an integer from 1 to %d", workspace.MaxPageLimit))
+	if err := bad.Err(); err != nil {
+		return workspace.Page{}, err
+	}
+	return p, nil
 }

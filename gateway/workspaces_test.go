@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aigateway/gateway/invalid"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -188,6 +190,48 @@ func TestWorkspaceRoutesNeedManagementKey(t *testing.T) {
 			unwired, _ := newTestAPI(t, Options{})
 			if rec := do(t, unwired.Handler(), rt.method, rt.path, "management", strings.NewReader(`{}`)); rec.Code != http.StatusServiceUnavailable {
 				t.Errorf("without a service = %d, want 503", rec.Code)
+			}
+		})
+	}
+}
+
+func TestWorkspacePage(t *testing.T) {
+	tests := []struct {
+		name   string
+		query  map[string][]string
+		want   workspace.Page
+		fields []string
+	}{
+		{"defaults", nil, workspace.Page{Offset: 0, Limit: 50}, nil},
+		{"both", map[string][]string{"offset": {"20"}, "limit": {"100"}}, workspace.Page{Offset: 20, Limit: 100}, nil},
+		{"limit 1", map[string][]string{"limit": {"1"}}, workspace.Page{Offset: 0, Limit: 1}, nil},
+		{"other parameters ignored", map[string][]string{"order": {"x"}}, workspace.Page{Offset: 0, Limit: 50}, nil},
+		{"limit 0", map[string][]string{"limit": {"0"}}, workspace.Page{}, []string{"limit"}},
+		{"limit 101", map[string][]string{"limit": {"101"}}, workspace.Page{}, []string{"limit"}},
+		{"negative offset", map[string][]string{"offset": {"-1"}}, workspace.Page{}, []string{"offset"}},
+		{"plus sign", map[string][]string{"offset": {"+1"}}, workspace.Page{}, []string{"offset"}},
+		{"not a number", map[string][]string{"offset": {"ten"}, "limit": {"5x"}}, workspace.Page{}, []string{"limit", "offset"}},
+		{"empty", map[string][]string{"limit": {""}}, workspace.Page{}, []string{"limit"}},
+		{"twice", map[string][]string{"limit": {"5", "6"}}, workspace.Page{}, []string{"limit"}},
+		{"overflow", map[string][]string{"offset": {"99999999999999999999"}}, workspace.Page{}, []string{"offset"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := workspacePage(tt.query)
+			if tt.fields == nil {
+				if err != nil || got != tt.want {
+					t.Fatalf("workspacePage = %+v, %v; want %+v", got, err, tt.want)
+				}
+				return
+			}
+			bad := invalid.Fields(err)
+			if len(bad) != len(tt.fields) {
+				t.Fatalf("err = %v, want fields %v", err, tt.fields)
+			}
+			for _, f := range tt.fields {
+				if !slices.ContainsFunc(bad, func(p invalid.Field) bool { return p.Name == f && p.Problem != "" }) {
+					t.Errorf("%s not named: %v", f, bad)
+				}
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/aigateway/gateway/invalid"
 	"github.com/aigateway/gateway/jsonobj"
 	"github.com/aigateway/gateway/money"
 )
@@ -41,6 +42,15 @@ func (e *InvalidError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrInvalid) hold.
 func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// FieldProblems names each offending field, in the order found.
+func (e *InvalidError) FieldProblems() []invalid.Field {
+	out := make([]invalid.Field, len(e.Problems))
+	for i, p := range e.Problems {
+		out[i] = invalid.Field{Name: p.Field, Problem: p.Problem}
+	}
+	return out
+}
 
 func (e *InvalidError) add(field, problem string) {
 	for _, p := range e.Problems {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aigateway/gateway/invalid"
 	"github.com/aigateway/gateway/jsonobj"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/money"
@@ -43,6 +44,11 @@ func (e *InvalidError) Error() string { return "invalid usage report: " + e.Fiel
 
 // Unwrap makes errors.Is(err, ErrInvalid) hold.
 func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// FieldProblems names the report's field at fault.
+func (e *InvalidError) FieldProblems() []invalid.Field {
+	return []invalid.Field{{Name: e.Field, Problem: e.Problem}}
+}
 
 // ParseBatch decodes the body of POST /usage: {"reports": [Report…]}, 1 to
 // MaxBatch of them, strictly; all or nothing. A duplicate id within the

@@ -7,10 +7,13 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/aigateway/gateway/invalid"
 )
 
 // CreateRequest is the body of POST /workspaces, decoded. Pointers tell an
@@ -71,13 +74,14 @@ func (e *InvalidError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalid) hold.
 func (e *InvalidError) Unwrap() error { return ErrInvalid }
 
-// Metadata names each offending field.
-func (e *InvalidError) Metadata() map[string]any {
-	fields := make(map[string]any, len(e.Fields))
+// FieldProblems names each offending field, sorted.
+func (e *InvalidError) FieldProblems() []invalid.Field {
+	out := make([]invalid.Field, 0, len(e.Fields))
 	for k, v := range e.Fields {
-		fields[k] = v
+		out = append(out, invalid.Field{Name: k, Problem: v})
 	}
-	return map[string]any{"fields": fields}
+	slices.SortFunc(out, func(a, b invalid.Field) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 func (e *InvalidError) add(field, problem string) {

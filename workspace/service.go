@@ -11,10 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
-
-	"github.com/aigateway/gateway/param"
 
 	"github.com/google/uuid"
 )
@@ -141,42 +138,11 @@ const (
 	MaxPageLimit     = 100
 )
 
-// Page selects a slice of a user's workspaces.
+// Page selects a slice of a user's workspaces: Offset >= 0, Limit from 1
+// to MaxPageLimit (the edge reads them; List takes them as they are).
 type Page struct {
 	Offset int
 	Limit  int
-}
-
-// ParsePage reads the offset and limit parameters of a decoded URL query:
-// offset >= 0, default 0; limit 1 to MaxPageLimit, default
-// DefaultPageLimit. A parameter that is given twice, empty, not a decimal
-// integer or out of range is named in *InvalidError; other parameters are
-// ignored.
-func ParsePage(query map[string][]string) (Page, error) {
-	p := Page{Offset: 0, Limit: DefaultPageLimit}
-	bad := &InvalidError{}
-	read := func(name string, dst *int, lo, hi int, problem string) {
-		vs, ok := query[name]
-		if !ok {
-			return
-		}
-		if len(vs) != 1 {
-			bad.add(name, "must be given once")
-			return
-		}
-		n, ok := param.Int(vs[0], lo, hi)
-		if !ok {
-			bad.add(name, problem)
-			return
-		}
-		*dst = n
-	}
-	read("offset", &p.Offset, 0, math.MaxInt, "must be an integer >= 0")
-	read("limit", &p.Limit, 1, MaxPageLimit, fmt.Sprintf("must be an integer from 1 to %d", MaxPageLimit))
-	if len(bad.Fields) > 0 {
-		return Page{}, bad
-	}
-	return p, nil
 }
 
 // Listing is one page of a user's workspaces and how many there are.

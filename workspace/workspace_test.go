@@ -119,48 +119,6 @@ func TestParseUpdateRequest(t *testing.T) {
 	}
 }
 
-func TestParsePage(t *testing.T) {
-	tests := []struct {
-		name   string
-		query  map[string][]string
-		want   Page
-		fields []string
-	}{
-		{"defaults", nil, Page{0, 50}, nil},
-		{"both", map[string][]string{"offset": {"20"}, "limit": {"100"}}, Page{20, 100}, nil},
-		{"limit 1", map[string][]string{"limit": {"1"}}, Page{0, 1}, nil},
-		{"other parameters ignored", map[string][]string{"order": {"x"}}, Page{0, 50}, nil},
-		{"limit 0", map[string][]string{"limit": {"0"}}, Page{}, []string{"limit"}},
-		{"limit 101", map[string][]string{"limit": {"101"}}, Page{}, []string{"limit"}},
-		{"negative offset", map[string][]string{"offset": {"-1"}}, Page{}, []string{"offset"}},
-		{"plus sign", map[string][]string{"offset": {"+1"}}, Page{}, []string{"offset"}},
-		{"not a number", map[string][]string{"offset": {"ten"}, "limit": {"5x"}}, Page{}, []string{"limit", "offset"}},
-		{"empty", map[string][]string{"limit": {""}}, Page{}, []string{"limit"}},
-		{"twice", map[string][]string{"limit": {"5", "6"}}, Page{}, []string{"limit"}},
-		{"overflow", map[string][]string{"offset": {"99999999999999999999"}}, Page{}, []string{"offset"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParsePage(tt.query)
-			if tt.fields == nil {
-				if err != nil || got != tt.want {
-					t.Fatalf("ParsePage = %+v, %v; want %+v", got, err, tt.want)
-				}
-				return
-			}
-			var bad *InvalidError
-			if !errors.As(err, &bad) || len(bad.Fields) != len(tt.fields) {
-				t.Fatalf("err = %v, want fields %v", err, tt.fields)
-			}
-			for _, f := range tt.fields {
-				if bad.Fields[f] == "" {
-					t.Errorf("%s not named: %v", f, bad.Fields)
-				}
-			}
-		})
-	}
-}
-
 func TestParseRef(t *testing.T) {
 	tests := []struct {
 		in   string

@@ -19,6 +19,8 @@ import (
 	"path"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/aigateway/gateway/invalid"
 )
 
 // The mime types an upload may have. Nothing else is stored.
@@ -78,13 +80,17 @@ func (e *TypeError) Error() string {
 // Unwrap returns ErrUnsupportedType.
 func (e *TypeError) Unwrap() error { return ErrUnsupportedType }
 
-// Metadata names the problem under "file" and, for text, the offset.
+// FieldProblems names the problem under "file".
+func (e *TypeError) FieldProblems() []invalid.Field {
+	return []invalid.Field{{Name: "file", Problem: e.Reason}}
+}
+
+// Metadata adds, for text, the offset of the first byte at fault.
 func (e *TypeError) Metadata() map[string]any {
-	m := map[string]any{"fields": map[string]any{"file": e.Reason}}
-	if e.Offset >= 0 {
-		m["offset"] = e.Offset
+	if e.Offset < 0 {
+		return nil
 	}
-	return m
+	return map[string]any{"offset": e.Offset}
 }
 
 func refused(reason string) error { return &TypeError{Reason: reason, Offset: -1} }

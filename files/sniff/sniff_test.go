@@ -22,6 +22,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
+
+	"github.com/aigateway/gateway/invalid"
 )
 
 // ---- fixtures built in code -------------------------------------------------
@@ -543,8 +545,8 @@ func TestReaderRefusesFromTheWindow(t *testing.T) {
 			if te.Reason != tt.reason || te.Offset != -1 {
 				t.Fatalf("reason = %q at %d, want %q", te.Reason, te.Offset, tt.reason)
 			}
-			if te.Metadata()["fields"].(map[string]any)["file"] != tt.reason {
-				t.Fatalf("metadata = %v", te.Metadata())
+			if f := invalid.Fields(err); len(f) != 1 || f[0] != (invalid.Field{Name: "file", Problem: tt.reason}) {
+				t.Fatalf("field problems = %v", f)
 			}
 		})
 	}
