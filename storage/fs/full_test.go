@@ -7,19 +7,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/aigateway/gateway/internal/testenv"
 	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/storage/storagetest"
 )
 
-// smallDisk mounts a 256 KiB tmpfs for the test, the one way to meet a full
-// file system for real. It needs root; without it the test is skipped
-// locally and fails under CI (which runs as root).
-func smallDisk(t *testing.T) string {
+// smallDisk mounts a tmpfs of size (a mount option: "256k", "8m") for the
+// test, the one way to meet a full file system for real. It needs root;
+// without it the test is skipped locally and fails under CI (which runs as
+// root).
+func smallDisk(t *testing.T, size string) string {
 	t.Helper()
 	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", dir).CombinedOutput()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput()
 	if err != nil {
 		if testenv.InCI() {
 			t.Fatalf("mount a small tmpfs: %v %s", err, out)
@@ -34,7 +37,7 @@ func smallDisk(t *testing.T) string {
 // not), an upload fails as unavailable and leaves nothing, and freeing space
 // brings both back.
 func TestFullDisk(t *testing.T) {
-	dir := smallDisk(t)
+	dir := smallDisk(t, "256k")
 	b := newBucket(t, filepath.Join(dir, "files"))
 	ctx := context.Background()
 	if err := b.Check(ctx); err != nil {
@@ -69,4 +72,38 @@ func TestFullDisk(t *testing.T) {
 	if err := b.Check(ctx); err != nil {
 		t.Errorf("Check after freeing space: %v", err)
 	}
+}
+
+// TestStopsMidUpload: the fs meaning of a server stopping mid-upload is the
+// disk refusing writes mid-upload. Removing the root directory instead would
+// not do: the bucket holds the directory open, so a new one at the same path
+// is not the same storage coming back.
+func TestStopsMidUpload(t *testing.T) {
+	// Room for the whole body (9 MiB), so that only the filling stops the
+	// upload.
+	dir := smallDisk(t, "16m")
+	b := newBucket(t, filepath.Join(dir, "files"))
+	filler := filepath.Join(dir, "filler")
+	fill := func(t *testing.T) {
+		f, err := os.Create(filler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for {
+			_, err := f.Write(make([]byte, 64<<10))
+			if errors.Is(err, syscall.ENOSPC) {
+				return // the disk is full
+			}
+			if err != nil {
+				t.Fatalf("filling the disk: %v", err)
+			}
+		}
+	}
+	free := func(t *testing.T) {
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+	}
+	storagetest.StopsMidUpload(t, b, fill, free)
 }

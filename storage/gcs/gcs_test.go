@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -86,22 +85,41 @@ func TestContract(t *testing.T) {
 	})
 }
 
-// Keys land under the prefix, and the Bucket sees nothing outside it.
+// Keys land under the prefix, and the Bucket sees nothing outside it; the
+// storage behind its back is the GCS bucket seen by a plain client.
 func TestPrefix(t *testing.T) {
 	endpoint := testenv.Require(t, testenv.GCSEndpointVar)
 	name := createBucket(t, endpoint)
-	b := newBucket(t, gcs.Config{Bucket: name, Endpoint: endpoint, Prefix: "gw/files/"})
-	raw := rawClient(t, endpoint)
-	w := raw.Bucket(name).Object("other/x").NewWriter(t.Context())
-	w.Write([]byte("x"))
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	storagetest.MustUpload(t, b, "ws/1/f", []byte("hello"))
-	if _, err := raw.Bucket(name).Object("gw/files/ws/1/f").Attrs(t.Context()); err != nil {
-		t.Errorf("object not under the prefix: %v", err)
-	}
-	storagetest.NoLeftovers(t, b, "ws/1/f")
+	raw := rawClient(t, endpoint).Bucket(name)
+	storagetest.Prefix(t, storagetest.PrefixStore{
+		NewBucket: func(t *testing.T, prefix string) storage.Bucket {
+			return newBucket(t, gcs.Config{Bucket: name, Endpoint: endpoint, Prefix: prefix})
+		},
+		Put: func(t *testing.T, key string, data []byte) {
+			w := raw.Object(key).NewWriter(t.Context())
+			if _, err := w.Write(data); err != nil {
+				t.Fatalf("write %s: %v", key, err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatalf("write %s: %v", key, err)
+			}
+		},
+		Get: func(t *testing.T, key string) ([]byte, bool) {
+			r, err := raw.Object(key).NewReader(t.Context())
+			if errors.Is(err, gstorage.ErrObjectNotExist) {
+				return nil, false
+			}
+			if err != nil {
+				t.Fatalf("read %s: %v", key, err)
+			}
+			defer r.Close()
+			data, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatalf("read %s: %v", key, err)
+			}
+			return data, true
+		},
+	})
 }
 
 func TestContentTypeStored(t *testing.T) {
@@ -121,14 +139,7 @@ func TestContentTypeStored(t *testing.T) {
 
 func TestMissingBucket(t *testing.T) {
 	endpoint := testenv.Require(t, testenv.GCSEndpointVar)
-	b := newBucket(t, gcs.Config{Bucket: "gw-test-no-such-bucket", Endpoint: endpoint})
-	if err := b.Check(t.Context()); !errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("Check = %v, want ErrNotFound", err)
-	}
-	_, err := b.Upload(t.Context(), "ws/1/f", strings.NewReader("x"), 1, storage.UploadOptions{})
-	if err == nil || errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("Upload = %v, want an error that is not ErrNotFound", err)
-	}
+	storagetest.MissingBucket(t, newBucket(t, gcs.Config{Bucket: "gw-test-no-such-bucket", Endpoint: endpoint}))
 }
 
 // Nothing listens on the endpoint: every operation is ErrUnavailable,
@@ -193,61 +204,17 @@ func TestServerStopsMidUpload(t *testing.T) {
 		MaxAttempts:        2,
 	})
 
-	// Past a few chunks, the resumable upload is under way.
-	r := &gateReader{
-		r:       storagetest.ChunkedReader(storagetest.Data(1, 2*storagetest.MiB)),
-		at:      storagetest.MiB,
-		reached: make(chan struct{}),
-		gate:    make(chan struct{}),
+	// The upload stops past many chunks: the resumable upload is under way.
+	stop := func(t *testing.T) {
+		cmd.Process.Kill()
+		cmd.Wait()
 	}
-	errc := make(chan error, 1)
-	go func() {
-		_, err := b.Upload(t.Context(), "ws/1/f", r, -1, storage.UploadOptions{})
-		errc <- err
-	}()
-	select {
-	case <-r.reached:
-	case err := <-errc:
-		t.Fatalf("Upload returned before the server stopped: %v", err)
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	close(r.gate)
-	if err := <-errc; !errors.Is(err, storage.ErrUnavailable) {
-		t.Fatalf("Upload = %v, want ErrUnavailable", err)
-	}
-
-	start()
-	if _, err := b.Stat(t.Context(), "ws/1/f"); !errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("Stat after the failed upload = %v, want ErrNotFound", err)
-	}
-	storagetest.NoLeftovers(t, b)
+	storagetest.StopsMidUpload(t, b, stop, func(t *testing.T) { start() })
+	// Nothing under any name, not only under the key the Bucket would use.
 	it := rawClient(t, endpoint).Bucket(name).Objects(t.Context(), nil)
 	if attrs, err := it.Next(); !errors.Is(err, iterator.Done) {
 		t.Errorf("bucket not empty: %v, %v", attrs, err)
 	}
-}
-
-// gateReader reads r until at bytes, then signals reached and blocks until
-// gate is closed.
-type gateReader struct {
-	r       io.Reader
-	at, n   int64
-	reached chan struct{}
-	gate    chan struct{}
-	once    sync.Once
-}
-
-func (g *gateReader) Read(p []byte) (int, error) {
-	if g.n >= g.at {
-		g.once.Do(func() { close(g.reached) })
-		<-g.gate
-	} else if rest := g.at - g.n; int64(len(p)) > rest {
-		p = p[:rest]
-	}
-	n, err := g.r.Read(p)
-	g.n += int64(n)
-	return n, err
 }
 
 // closedAddr returns a loopback address nothing listens on (for a moment).

@@ -1,6 +1,7 @@
 package s3_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -108,22 +110,40 @@ func TestContract(t *testing.T) {
 	})
 }
 
-// Keys land under the prefix, and the Bucket sees nothing outside it.
+// Keys land under the prefix, and the Bucket sees nothing outside it; the
+// storage behind its back is the S3 bucket seen by a plain client.
 func TestPrefix(t *testing.T) {
 	srv := testServer(t)
 	name := srv.createBucket(t)
-	cfg := srv.config(name)
-	cfg.Prefix = "gw/files/"
-	b := newBucket(t, cfg)
-	ctx := t.Context()
-	if _, err := srv.raw().PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(name), Key: aws.String("other/x"), Body: strings.NewReader("x")}); err != nil {
-		t.Fatal(err)
-	}
-	storagetest.MustUpload(t, b, "ws/1/f", []byte("hello"))
-	if _, err := srv.raw().HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(name), Key: aws.String("gw/files/ws/1/f")}); err != nil {
-		t.Errorf("object not under the prefix: %v", err)
-	}
-	storagetest.NoLeftovers(t, b, "ws/1/f")
+	raw := srv.raw()
+	storagetest.Prefix(t, storagetest.PrefixStore{
+		NewBucket: func(t *testing.T, prefix string) storage.Bucket {
+			cfg := srv.config(name)
+			cfg.Prefix = prefix
+			return newBucket(t, cfg)
+		},
+		Put: func(t *testing.T, key string, data []byte) {
+			in := &awss3.PutObjectInput{Bucket: aws.String(name), Key: aws.String(key), Body: bytes.NewReader(data)}
+			if _, err := raw.PutObject(t.Context(), in); err != nil {
+				t.Fatalf("PutObject(%s): %v", key, err)
+			}
+		},
+		Get: func(t *testing.T, key string) ([]byte, bool) {
+			out, err := raw.GetObject(t.Context(), &awss3.GetObjectInput{Bucket: aws.String(name), Key: aws.String(key)})
+			if nsk := (*types.NoSuchKey)(nil); errors.As(err, &nsk) {
+				return nil, false
+			}
+			if err != nil {
+				t.Fatalf("GetObject(%s): %v", key, err)
+			}
+			defer out.Body.Close()
+			data, err := io.ReadAll(out.Body)
+			if err != nil {
+				t.Fatalf("GetObject(%s): read: %v", key, err)
+			}
+			return data, true
+		},
+	})
 }
 
 // However many uploads run, the part buffers they hold together stay
@@ -204,17 +224,7 @@ func TestWrongCredentialsAreAccessDenied(t *testing.T) {
 
 func TestMissingBucket(t *testing.T) {
 	srv := testServer(t)
-	b := newBucket(t, srv.config("gw-test-no-such-bucket"))
-	ctx := t.Context()
-	if err := b.Check(ctx); !errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("Check = %v, want ErrNotFound", err)
-	}
-	// An upload into a missing bucket is a misconfiguration, never the
-	// caller's "not found".
-	_, err := b.Upload(ctx, "ws/1/f", strings.NewReader("x"), 1, storage.UploadOptions{})
-	if err == nil || errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("Upload = %v, want an error that is not ErrNotFound", err)
-	}
+	storagetest.MissingBucket(t, newBucket(t, srv.config("gw-test-no-such-bucket")))
 }
 
 // Nothing listens on the endpoint: every operation is ErrUnavailable,
@@ -303,65 +313,24 @@ func TestServerStopsMidUpload(t *testing.T) {
 	cfg.PartTimeout = 20 * time.Second
 	b := newBucket(t, cfg)
 
-	// The reader stops past the first part: by then the multipart upload
+	// The upload stops past the first part: by then the multipart upload
 	// exists and its first part is on its way.
-	r := &gateReader{
-		r:       storagetest.ChunkedReader(storagetest.Data(1, 9*storagetest.MiB)),
-		at:      6 * storagetest.MiB,
-		reached: make(chan struct{}),
-		gate:    make(chan struct{}),
+	stop := func(t *testing.T) {
+		cmd.Process.Kill()
+		cmd.Wait()
 	}
-	errc := make(chan error, 1)
-	go func() {
-		_, err := b.Upload(t.Context(), "ws/1/f", r, -1, storage.UploadOptions{})
-		errc <- err
-	}()
-	select {
-	case <-r.reached:
-	case err := <-errc:
-		t.Fatalf("Upload returned before the server stopped: %v", err)
+	restart := func(t *testing.T) {
+		// The abort of the failed upload could not reach the server; it
+		// waits for a retry.
+		if n := b.OrphanCount(); n != 1 {
+			t.Fatalf("%d aborts waiting for the server, want 1", n)
+		}
+		start()
+		if left := b.RetryOrphans(t.Context()); left != 0 {
+			t.Fatalf("%d aborts still pending with the server back", left)
+		}
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	close(r.gate)
-	err = <-errc
-	if !errors.Is(err, storage.ErrUnavailable) {
-		t.Fatalf("Upload = %v, want ErrUnavailable", err)
-	}
-	if n := b.OrphanCount(); n != 1 {
-		t.Fatalf("%d aborts waiting for the server, want 1", n)
-	}
-
-	start()
-	if left := b.RetryOrphans(t.Context()); left != 0 {
-		t.Fatalf("%d aborts still pending with the server back", left)
-	}
-	storagetest.NoLeftovers(t, b)
-	if _, err := b.Stat(t.Context(), "ws/1/f"); !errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("Stat after the failed upload = %v, want ErrNotFound", err)
-	}
-}
-
-// gateReader reads r until at bytes, then signals reached and blocks until
-// gate is closed.
-type gateReader struct {
-	r       io.Reader
-	at, n   int64
-	reached chan struct{}
-	gate    chan struct{}
-	once    sync.Once
-}
-
-func (g *gateReader) Read(p []byte) (int, error) {
-	if g.n >= g.at {
-		g.once.Do(func() { close(g.reached) })
-		<-g.gate
-	} else if rest := g.at - g.n; int64(len(p)) > rest {
-		p = p[:rest]
-	}
-	n, err := g.r.Read(p)
-	g.n += int64(n)
-	return n, err
+	storagetest.StopsMidUpload(t, b, stop, restart)
 }
 
 // waitListening polls until addr accepts connections: the server gives no

@@ -2,7 +2,9 @@
 // tests that every implementation (fs, s3, gcs) runs against a real
 // instance, so they cannot drift apart in the semantics the gateway relies
 // on — all-or-nothing uploads, not-found and idempotent delete, the reader's
-// error surfacing intact, invalid keys refused, concurrent uploads.
+// error surfacing intact, invalid keys refused, concurrent uploads. Run holds
+// the cases a bucket alone can drive; Prefix, MissingBucket, Unreachable and
+// StopsMidUpload need a hook from the backend's own test (hooks.go).
 package storagetest
 
 import (
