@@ -2,7 +2,7 @@
 // store uploaded files: the Bucket interface, the errors its implementations
 // wrap, the key rules they all enforce, and Body, the reader adapter they use
 // to honour the all-or-nothing upload rule. The implementations live in the
-// sub-packages fs, s3 and gcs; buckettest holds the contract suite every one
+// sub-packages fs, s3 and gcs; storagetest holds the contract suite every one
 // of them runs.
 package storage
 

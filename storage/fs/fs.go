@@ -52,6 +52,7 @@ type Config struct {
 // temporary file and the last rename wins.
 type Bucket struct {
 	root *os.Root
+	dir  string // what root was opened from, to tell when it is gone
 	log  *zap.Logger
 }
 
@@ -79,7 +80,7 @@ func New(cfg Config, log *zap.Logger) (*Bucket, error) {
 		root.Close()
 		return nil, fmt.Errorf("fs: create %s: %w", tmpDir, classify(err))
 	}
-	b := &Bucket{root: root, log: log}
+	b := &Bucket{root: root, dir: cfg.Dir, log: log}
 	b.removeStaleTemps(time.Now().Add(-staleTempAge))
 	return b, nil
 }
@@ -123,12 +124,12 @@ func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, size int64
 	dir := path.Dir(key)
 	if dir != "." {
 		if err := b.root.MkdirAll(dir, dirPerm); err != nil {
-			return fail(classifyWrite(err))
+			return fail(b.rootOr(classifyWrite(err)))
 		}
 	}
 	tmp, f, err := b.createTemp()
 	if err != nil {
-		return fail(classifyWrite(err))
+		return fail(b.rootOr(classifyWrite(err)))
 	}
 	committed := false
 	defer func() {
@@ -245,7 +246,7 @@ func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	}
 	f, err := b.root.Open(key)
 	if err != nil {
-		return nil, fmt.Errorf("fs: open %s: %w", key, classify(err))
+		return nil, fmt.Errorf("fs: open %s: %w", key, b.rootOr(classify(err)))
 	}
 	info, err := f.Stat()
 	if err != nil {
@@ -298,7 +299,7 @@ func (b *Bucket) Stat(ctx context.Context, key string) (storage.Object, error) {
 	}
 	info, err := b.root.Stat(key)
 	if err != nil {
-		return storage.Object{}, fmt.Errorf("fs: stat %s: %w", key, classify(err))
+		return storage.Object{}, fmt.Errorf("fs: stat %s: %w", key, b.rootOr(classify(err)))
 	}
 	if !info.Mode().IsRegular() {
 		return storage.Object{}, fmt.Errorf("fs: stat %s: %w", key, storage.ErrNotFound)
@@ -317,10 +318,10 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	}
 	info, err := b.root.Lstat(key)
 	if err != nil {
-		if err := classify(err); errors.Is(err, storage.ErrNotFound) {
-			return nil
+		if err := b.rootOr(classify(err)); !errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("fs: delete %s: %w", key, err)
 		}
-		return fmt.Errorf("fs: delete %s: %w", key, classify(err))
+		return nil // deleting what is not there succeeds
 	}
 	if info.IsDir() {
 		return nil // a key prefix, not an object
@@ -420,6 +421,9 @@ func (b *Bucket) AbortPending(ctx context.Context, before time.Time, limit int) 
 // Check implements storage.Checker: the root and its temporary directory
 // are still there.
 func (b *Bucket) Check(ctx context.Context) error {
+	if err := b.rootMoved(storage.ErrNotFound); err != nil {
+		return fmt.Errorf("fs: check: %w", err)
+	}
 	// A write, not a stat: a full disk (or an exhausted inode or quota
 	// budget) answers a stat but refuses every upload, and readiness must
 	// say so. One small synced file, removed at once, per check.
@@ -443,6 +447,42 @@ func (b *Bucket) Check(ctx context.Context) error {
 // checkProbe is what Check writes: one page, so the file system must
 // allocate a block for it.
 var checkProbe [4096]byte
+
+// rootOr returns err, unless err says a path does not exist because the
+// root directory itself is gone or replaced: then the storage is out of
+// reach (ErrUnavailable), and no object may be reported missing, nor a
+// delete done. The check costs a stat, on the not-found path only.
+func (b *Bucket) rootOr(err error) error {
+	if !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return err
+	}
+	if moved := b.rootMoved(storage.ErrUnavailable); moved != nil {
+		return moved
+	}
+	return err
+}
+
+// rootMoved reports whether the root directory New opened is still what
+// its path names. Nothing there is missing (a bucket that does not exist,
+// as a store without its bucket; for the data operations, unavailable);
+// anything else there, or no way to tell, is ErrUnavailable.
+func (b *Bucket) rootMoved(missing error) error {
+	named, err := os.Stat(b.dir)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("%w: the root directory %s is gone", missing, b.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+	}
+	opened, err := b.root.Stat(".")
+	if err != nil {
+		return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+	}
+	if !os.SameFile(named, opened) {
+		return fmt.Errorf("%w: the root directory %s was replaced", storage.ErrUnavailable, b.dir)
+	}
+	return nil
+}
 
 // Close implements storage.Bucket.
 func (b *Bucket) Close() error { return b.root.Close() }
