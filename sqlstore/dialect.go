@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -131,3 +133,34 @@ var (
 	_ sql.Scanner = nullTimeCol{}
 	_ sql.Scanner = listCol{}
 )
+
+// valueRows writes the VALUES list of a multi-row insert: rows tuples of
+// cols parameters. PostgreSQL numbers them ($1, $2, …); SQLite gets plain
+// "?": it resolves each "$N" by a linear search of the statement's
+// parameters, which made a statement's preparation grow with the square of
+// its rows.
+func (d dialect) valueRows(rows, cols int) string {
+	var b strings.Builder
+	b.Grow(rows * cols * 7)
+	n := 0
+	for r := range rows {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			n++
+			if d.name == DriverSQLite {
+				b.WriteByte('?')
+			} else {
+				b.WriteByte('$')
+				b.WriteString(strconv.Itoa(n))
+			}
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}

@@ -86,15 +86,12 @@ func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (acce
 		for start := 0; start < len(rs); start += s.usageRows() {
 			batch := rs[start:min(start+s.usageRows(), len(rs))]
 			args := make([]any, 0, len(batch)*8)
-			rows := make([]string, len(batch))
-			for i, r := range batch {
-				n := len(args)
-				rows[i] = fmt.Sprintf("($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
+			for _, r := range batch {
 				args = append(args, r.UserID, r.ID, r.KeyID, nullString(r.WorkspaceID), int64(r.Cost), r.BYOK,
 					s.d.ts(micro(r.At)), received)
 			}
 			res, err := tx.QueryContext(ctx, `INSERT INTO usage_reports
-				(user_id, id, key_id, workspace_id, cost, byok, at, received_at) VALUES `+strings.Join(rows, ", ")+`
+				(user_id, id, key_id, workspace_id, cost, byok, at, received_at) VALUES `+s.d.valueRows(len(batch), 8)+`
 				ON CONFLICT (user_id, id) DO NOTHING RETURNING user_id, id`, args...)
 			if err != nil {
 				return fmt.Errorf("sqlstore: record usage: %w", err)
@@ -122,17 +119,9 @@ func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (acce
 	return accepted, nil
 }
 
-// usageRows bounds the rows of one multi-row statement. PostgreSQL takes a
-// whole batch of reports at once (8,000 parameters, under its limit);
-// SQLite resolves each "$N" parameter by a linear search of the statement's
-// parameters, so its cost grows with the square of their number: 50 rows
-// per statement keep that small.
-func (s *Store) usageRows() int {
-	if s.d.name == DriverSQLite {
-		return 50
-	}
-	return 1000
-}
+// usageRows bounds the rows of one multi-row statement: a whole batch of
+// reports at once (8,000 parameters, under both databases' limits).
+func (s *Store) usageRows() int { return 1000 }
 
 type dayKey struct {
 	key string
@@ -175,15 +164,12 @@ func (s *Store) addToDays(ctx context.Context, tx *sql.Tx, reports []*spend.Reco
 	for start := 0; start < len(order); start += s.usageRows() {
 		batch := order[start:min(start+s.usageRows(), len(order))]
 		args := make([]any, 0, len(batch)*5)
-		rows := make([]string, len(batch))
-		for i, k := range batch {
-			n := len(args)
+		for _, k := range batch {
 			d := sums[k]
-			rows[i] = fmt.Sprintf("($%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5)
 			args = append(args, k.key, k.day, nullString(d.workspace), int64(d.cost), int64(d.byok))
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO usage_days (key_id, day, workspace_id, cost, byok_cost)
-			VALUES `+strings.Join(rows, ", ")+`
+			VALUES `+s.d.valueRows(len(batch), 5)+`
 			ON CONFLICT (key_id, day) DO UPDATE SET cost = usage_days.cost + excluded.cost,
 				byok_cost = usage_days.byok_cost + excluded.byok_cost`, args...); err != nil {
 			return fmt.Errorf("sqlstore: add usage: %w", err)
