@@ -12,7 +12,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -236,18 +235,7 @@ func testCrashReleasesQuota(t *testing.T, bin string, sc storeCase) {
 // upload's bytes and before writing its record.
 func buildFaultBinary(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "gateway-fault")
-	args := []string{"build", "-tags", "faultinject", "-o", out}
-	if raceEnabled() {
-		args = append(args, "-race")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append(args, "github.com/aigateway/gateway/cmd/gateway")...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags faultinject: %v\n%s", err, b)
-	}
-	return out
+	return builtBinary(t, "gateway-fault", "faultinject")
 }
 
 // consistency is storage and metadata side by side.

@@ -408,17 +408,57 @@ func BenchmarkLookupLimits(b *testing.B) {
 
 // --- gateway processes ---
 
-// buildGatewayBinary builds this command once for the fleet tests, with the
-// race detector when the tests have it (the race-built packages are then
-// already in the build cache, and the processes are checked for races too).
+// buildGatewayBinary returns the gateway command built for the process
+// tests, with the race detector when the tests have it (the race-built
+// packages are then already in the build cache, and the processes are
+// checked for races too). It is built once per test run, however many
+// tests ask: linking a race-built binary takes seconds.
 func buildGatewayBinary(t *testing.T) string {
 	t.Helper()
+	return builtBinary(t, "gateway")
+}
+
+// builtBinary builds cmd/gateway with the given tags (none for "gateway")
+// once per test run, into the run's build directory (see TestMain).
+func builtBinary(t *testing.T, name string, tags ...string) string {
+	t.Helper()
+	binMu.Lock()
+	defer binMu.Unlock()
+	if b, ok := bins[name]; ok {
+		if b.err != nil {
+			t.Fatal(b.err)
+		}
+		return b.path
+	}
+	path, err := goBuild(name, tags)
+	bins[name] = builtBin{path, err}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type builtBin struct {
+	path string
+	err  error
+}
+
+var (
+	binMu    sync.Mutex
+	bins     = map[string]builtBin{}
+	buildDir string // made by TestMain, removed after the run
+)
+
+func goBuild(name string, tags []string) (string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("the go tool is needed to build the gateway: %v", err)
+		return "", fmt.Errorf("the go tool is needed to build the gateway: %w", err)
 	}
-	out := filepath.Join(t.TempDir(), "gateway")
+	out := filepath.Join(buildDir, name)
 	args := []string{"build", "-o", out}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
 	if raceEnabled() {
 		args = append(args, "-race")
 	}
@@ -426,9 +466,9 @@ func buildGatewayBinary(t *testing.T) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goTool, append(args, "github.com/aigateway/gateway/cmd/gateway")...)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+		return "", fmt.Errorf("go build %s: %w\n%s", strings.Join(tags, ","), err, b)
 	}
-	return out
+	return out, nil
 }
 
 func raceEnabled() bool {
