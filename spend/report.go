@@ -50,6 +50,9 @@ func (e *InvalidError) FieldProblems() []invalid.Field {
 	return []invalid.Field{{Name: e.Field, Problem: e.Problem}}
 }
 
+// errNotString: a field that must be a JSON string is something else.
+var errNotString = errors.New("not a JSON string")
+
 // ParseBatch decodes the body of POST /usage: {"reports": [Report…]}, 1 to
 // MaxBatch of them, strictly; all or nothing. A duplicate id within the
 // batch is refused. now bounds "at" (35 days back, not ahead).
@@ -74,8 +77,8 @@ func ParseBatch(body []byte, now time.Time) ([]Report, error) {
 	if raw == nil {
 		return nil, &InvalidError{"reports", "required"}
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	items, err := jsonobj.Array(raw)
+	if err != nil {
 		return nil, &InvalidError{"reports", "must be an array"}
 	}
 	if len(items) == 0 || len(items) > MaxBatch {
@@ -84,13 +87,12 @@ func ParseBatch(body []byte, now time.Time) ([]Report, error) {
 	out := make([]Report, len(items))
 	seen := make(map[string]int, len(items))
 	for i, item := range items {
-		prefix := fmt.Sprintf("reports[%d].", i)
-		r, err := parseReport(item, now, true, prefix)
+		r, err := parseReport(item, now, true, i)
 		if err != nil {
 			return nil, err
 		}
 		if j, dup := seen[r.ID]; dup {
-			return nil, &InvalidError{prefix + "id", fmt.Sprintf("repeats the id of reports[%d]", j)}
+			return nil, &InvalidError{reportField(i, "id"), fmt.Sprintf("repeats the id of reports[%d]", j)}
 		}
 		seen[r.ID] = i
 		out[i] = r
@@ -101,12 +103,25 @@ func ParseBatch(body []byte, now time.Time) ([]Report, error) {
 // ParseOne decodes the body of POST /keys/{hash}/usage: one report of that
 // key, without its "key" field.
 func ParseOne(body []byte, keyID string, now time.Time) (Report, error) {
-	r, err := parseReport(body, now, false, "")
+	r, err := parseReport(body, now, false, -1)
 	r.KeyID = keyID
 	return r, err
 }
 
-func parseReport(body []byte, now time.Time, withKey bool, prefix string) (Report, error) {
+// reportField names a field of the report at index i of a batch, or of
+// the one report (i < 0); "" names the report itself.
+func reportField(i int, field string) string {
+	if i < 0 {
+		return field
+	}
+	if field == "" {
+		return fmt.Sprintf("reports[%d]", i)
+	}
+	return fmt.Sprintf("reports[%d].%s", i, field)
+}
+
+// parseReport reads one report: of a batch at index i, or alone (i < 0).
+func parseReport(body []byte, now time.Time, withKey bool, i int) (Report, error) {
 	var (
 		r            Report
 		bad          *InvalidError
@@ -114,20 +129,21 @@ func parseReport(body []byte, now time.Time, withKey bool, prefix string) (Repor
 	)
 	fail := func(field, problem string) {
 		if bad == nil {
-			bad = &InvalidError{prefix + field, problem}
+			bad = &InvalidError{reportField(i, field), problem}
 		}
 	}
 	err := jsonobj.Walk(body, func(name string, v json.RawMessage) {
 		switch {
 		case name == "id":
 			id = true
-			if json.Unmarshal(v, &r.ID) != nil || r.ID == "" || len(r.ID) > maxReportID || strings.ContainsFunc(r.ID, notPrintable) {
+			var ok bool
+			if r.ID, ok = jsonobj.String(v); !ok || r.ID == "" || len(r.ID) > maxReportID || strings.ContainsFunc(r.ID, notPrintable) {
 				fail("id", "must be 1 to 128 printable ASCII characters")
 			}
 		case name == "key" && withKey:
 			key = true
-			var s string
-			if json.Unmarshal(v, &s) != nil {
+			s, ok := jsonobj.String(v)
+			if !ok {
 				fail("key", "must be a key hash")
 			} else if _, ok := keys.ParseID(s); !ok {
 				fail("key", "must be a key hash (16 hexadecimal characters)")
@@ -135,12 +151,12 @@ func parseReport(body []byte, now time.Time, withKey bool, prefix string) (Repor
 			r.KeyID = s
 		case name == "cost":
 			cst = true
-			var n json.Number
-			if v[0] == '"' || json.Unmarshal(v, &n) != nil {
+			n, ok := jsonobj.Number(v)
+			if !ok {
 				fail("cost", "must be a number")
 				return
 			}
-			m, err := money.Parse(n.String())
+			m, err := money.Parse(n)
 			switch {
 			case errors.Is(err, money.ErrPrecision):
 				fail("cost", "must have at most 6 decimals")
@@ -151,16 +167,16 @@ func parseReport(body []byte, now time.Time, withKey bool, prefix string) (Repor
 			}
 			r.Cost = m
 		case name == "byok":
-			if json.Unmarshal(v, &r.BYOK) != nil || jsonobj.IsNull(v) {
+			var ok bool
+			if r.BYOK, ok = jsonobj.Bool(v); !ok {
 				fail("byok", "must be true or false")
 			}
 		case name == "at":
 			if jsonobj.IsNull(v) {
 				return
 			}
-			var s string
-			t, err := time.Time{}, json.Unmarshal(v, &s)
-			if err == nil {
+			t, err := time.Time{}, errNotString
+			if s, ok := jsonobj.String(v); ok {
 				t, err = time.Parse(time.RFC3339Nano, s)
 			}
 			switch {
@@ -178,11 +194,11 @@ func parseReport(body []byte, now time.Time, withKey bool, prefix string) (Repor
 	})
 	if err := documentError(err); err != nil {
 		ie := err.(*InvalidError)
-		if prefix != "" { // name the report: reports[3] (its body), reports[3].id (a key in it)
+		if i >= 0 { // name the report: reports[3] (its body), reports[3].id (a key in it)
 			if ie.Field == "body" {
-				ie.Field = strings.TrimSuffix(prefix, ".")
+				ie.Field = reportField(i, "")
 			} else {
-				ie.Field = prefix + ie.Field
+				ie.Field = reportField(i, ie.Field)
 			}
 		}
 		return r, ie
@@ -195,7 +211,7 @@ func parseReport(body []byte, now time.Time, withKey bool, prefix string) (Repor
 		field string
 	}{{id, "id"}, {key || !withKey, "key"}, {cst, "cost"}} {
 		if !req.set {
-			return r, &InvalidError{prefix + req.field, "required"}
+			return r, &InvalidError{reportField(i, req.field), "required"}
 		}
 	}
 	if r.At.IsZero() {
