@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -74,11 +75,12 @@ func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (acce
 	}
 	rs := slices.Clone(reports)
 	slices.SortFunc(rs, func(a, b spend.Recorded) int {
-		return cmpStrings(a.UserID+"\x00"+a.ID, b.UserID+"\x00"+b.ID)
+		return cmp.Or(strings.Compare(a.UserID, b.UserID), strings.Compare(a.ID, b.ID))
 	})
-	byID := make(map[string]*spend.Recorded, len(rs))
+	type reportID struct{ user, id string }
+	byID := make(map[reportID]*spend.Recorded, len(rs))
 	for i := range rs {
-		byID[rs[i].UserID+"\x00"+rs[i].ID] = &rs[i]
+		byID[reportID{rs[i].UserID, rs[i].ID}] = &rs[i]
 	}
 	received := s.d.ts(micro(s.now()))
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
@@ -102,7 +104,7 @@ func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (acce
 					res.Close()
 					return fmt.Errorf("sqlstore: record usage: %w", err)
 				}
-				fresh = append(fresh, byID[user+"\x00"+id])
+				fresh = append(fresh, byID[reportID{user, id}])
 			}
 			err = res.Err()
 			res.Close()
