@@ -38,6 +38,7 @@ func rawRequest(t *testing.T, srv *httptest.Server, raw string, within time.Dura
 // (or part of it) is closed by the body deadline on any route, keyed or
 // not; before, it was held open forever.
 func TestStalledBodyIsClosed(t *testing.T) {
+	t.Parallel() // real sockets and real deadlines: waits that can overlap
 	api := New(Options{Log: zap.NewNop(), BodyReadTimeout: 200 * time.Millisecond})
 	srv := httptest.NewServer(api.Handler())
 	defer srv.Close()
@@ -59,6 +60,7 @@ func TestStalledBodyIsClosed(t *testing.T) {
 // TestBodyDeadlineEndsWithTheBody: a handler that has read its whole body
 // may work past the body deadline without its request being cancelled.
 func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
+	t.Parallel() // real sockets and real deadlines: waits that can overlap
 	api := New(Options{Log: zap.NewNop(), BodyReadTimeout: 100 * time.Millisecond})
 	h := guardBody(api.bodyTimeout, api.lingering)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {

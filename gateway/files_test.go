@@ -683,6 +683,7 @@ func TestPartHeadersAreBoundedAtTheReader(t *testing.T) {
 // average, is answered 408 once the grace has passed — the per-read idle
 // deadline alone would let it hold its slot and quota for ever.
 func TestTrickledUploadIsCut(t *testing.T) {
+	t.Parallel() // real sockets and real deadlines: waits that can overlap
 	ff := &fakeFiles{max: 1 << 20, up: &fakeUpload{}}
 	api, _ := newTestAPI(t, Options{Files: ff, BodyReadTimeout: 300 * time.Millisecond, MinUploadRate: 64 << 10})
 	srv := httptest.NewServer(api.Handler())

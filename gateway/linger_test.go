@@ -77,6 +77,7 @@ func multipartHead(auth string, length int64) string {
 // read and dropped, so a client that writes everything before reading
 // gets the answer rather than a broken connection.
 func TestEarlyRefusalReachesClientsThatSendEverything(t *testing.T) {
+	t.Parallel() // real sockets and real deadlines: waits that can overlap
 	addr := lingerServer(t, Options{LingeringClose: Lingering{MaxBytes: 64 << 20, Timeout: 10 * time.Second}})
 	zeros := func() io.Reader { return io.LimitReader(zeroReader{}, bigBody) }
 	tests := []struct {
@@ -185,6 +186,7 @@ func TestSmallUnreadBodyKeepsTheConnection(t *testing.T) {
 // that stalls is dropped after the body's idle timeout, not the longer
 // lingering time.
 func TestLingeringIsBounded(t *testing.T) {
+	t.Parallel() // real sockets and real deadlines: waits that can overlap
 	t.Run("declared rest over the byte bound is not drained", func(t *testing.T) {
 		addr := lingerServer(t, Options{LingeringClose: Lingering{MaxBytes: 1 << 20, Timeout: 10 * time.Second}})
 		conn, err := net.Dial("tcp", addr)

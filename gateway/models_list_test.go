@@ -20,6 +20,7 @@ type listAnswer struct {
 }
 
 func TestModelListQueries(t *testing.T) {
+	t.Parallel() // the shipped catalog, read-only: runs beside the others
 	api, _ := newTestAPI(t, Options{Catalog: shippedCatalog(t)})
 	h := api.Handler()
 	get := func(path string, header ...string) (int, listAnswer, http.Header) {

@@ -46,6 +46,7 @@ func (s *stalledReader) Open(_ context.Context, _ files.FileParams) (*files.Cont
 // minimum rate (known length) or stays idle past the body timeout (a
 // provider stream), instead of holding it and the open object for ever.
 func TestDownloadToAClientThatStopsReading(t *testing.T) {
+	t.Parallel() // real sockets and real deadlines: waits that can overlap
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			fr := &stalledReader{data: make([]byte, 64<<20), stream: stream, closed: make(chan struct{})}
