@@ -123,7 +123,7 @@ func TestWrongKeyIsRefusedAndLimitedPerAddress(t *testing.T) {
 	if first.StatusCode != http.StatusUnauthorized || !strings.Contains(first.Body, "That key was not accepted") {
 		t.Fatalf("wrong key = %d, want 401 with a message\n%s", first.StatusCode, first.Body)
 	}
-	var last page
+	var last answer
 	for range 5 {
 		last = b.post("/console/sign-in", url.Values{"csrf": {b.csrf("/console/sign-in")}, "key": {"sk-wrong"}})
 	}
@@ -247,7 +247,7 @@ func TestNamesAreShownAsText(t *testing.T) {
 }
 
 // upload posts a file the way the console's script does.
-func (b *browser) upload(path, csrf, name string, content []byte, size bool) page {
+func (b *visitor) upload(path, csrf, name string, content []byte, size bool) answer {
 	b.t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)

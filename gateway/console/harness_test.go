@@ -104,28 +104,28 @@ func (g *gateway) api(t testing.TB, key string) *client.Client {
 	return c
 }
 
-// browser is an HTTP client that keeps cookies and does not follow
+// visitor is an HTTP client that keeps cookies and does not follow
 // redirects, so each answer can be checked.
-type browser struct {
+type visitor struct {
 	t    testing.TB
 	base string
 	hc   *http.Client
 }
 
-func (g *gateway) browser(t testing.TB) *browser {
+func (g *gateway) browser(t testing.TB) *visitor {
 	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, base: g.URL, hc: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+	return &visitor{t: t, base: g.URL, hc: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}}
 }
 
-// page is an answer, its body read.
-type page struct {
+// answer is an HTTP answer, its body read.
+type answer struct {
 	*http.Response
 	Body string
 }
 
-func (b *browser) do(req *http.Request) page {
+func (b *visitor) do(req *http.Request) answer {
 	b.t.Helper()
 	resp, err := b.hc.Do(req)
 	if err != nil {
@@ -133,17 +133,17 @@ func (b *browser) do(req *http.Request) page {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	return page{resp, string(body)}
+	return answer{resp, string(body)}
 }
 
-func (b *browser) get(path string) page {
+func (b *visitor) get(path string) answer {
 	b.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, b.base+path, nil)
 	return b.do(req)
 }
 
 // post sends a form as the console's own pages do (same origin).
-func (b *browser) post(path string, form url.Values) page {
+func (b *visitor) post(path string, form url.Values) answer {
 	b.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, b.base+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -155,7 +155,7 @@ func (b *browser) post(path string, form url.Values) page {
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // csrf is the form token of the page at path.
-func (b *browser) csrf(path string) string {
+func (b *visitor) csrf(path string) string {
 	b.t.Helper()
 	p := b.get(path)
 	m := csrfField.FindStringSubmatch(p.Body)
@@ -166,7 +166,7 @@ func (b *browser) csrf(path string) string {
 }
 
 // signIn signs in with key and fails the test unless it worked.
-func (b *browser) signIn(key string) {
+func (b *visitor) signIn(key string) {
 	b.t.Helper()
 	p := b.post("/console/sign-in", url.Values{"csrf": {b.csrf("/console/sign-in")}, "key": {key}})
 	if p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/console/" {
