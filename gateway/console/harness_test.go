@@ -174,6 +174,23 @@ func (b *visitor) signIn(key string) {
 	}
 }
 
+// decodeJSONReader reads a JSON answer and closes it.
+func decodeJSONReader(t testing.TB, resp *http.Response, v any) {
+	t.Helper()
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustURL(t testing.TB, s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 // decodeJSON reads a JSON answer.
 func decodeJSON(t testing.TB, s string, v any) {
 	t.Helper()
