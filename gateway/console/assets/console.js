@@ -87,7 +87,7 @@ document.addEventListener('DOMContentLoaded', () => {
           message.append(link);
         } else if (answer) {
           show('error', answer.message);
-        } else if (xhr.status === 403 || xhr.status === 401) {
+        } else if (xhr.status === 403 || xhr.status === 401 || xhr.responseURL.includes('/console/sign-in')) {
           show('error', 'Your session has ended or this page is out of date. Reload the page and sign in again.');
         } else {
           show('error', 'The upload failed (HTTP ' + xhr.status + '). Try again.');
