@@ -50,7 +50,18 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer a.Close()
-	return a.Serve(ctx, e.listening)
+	listening := func(addr string) {
+		// The one bootstrap step of an empty embedded store, printed once
+		// (as notebook servers print theirs): the link carries a one-time
+		// token that creates the first management key in the console.
+		if link := a.FirstRunLink(addr); link != "" {
+			fmt.Fprintf(e.stdout, "No API key exists yet. Open this link within 10 minutes to create the first management key (it works once):\n  %s\n", link)
+		}
+		if e.listening != nil {
+			e.listening(addr)
+		}
+	}
+	return a.Serve(ctx, listening)
 }
 
 func migrate(ctx context.Context, args []string, e env) error {

@@ -2,6 +2,7 @@
 # run.sh CMD [ARG...]: start every server the integration tests need —
 # Redis, PostgreSQL, an S3-compatible server (versitygw) and a GCS emulator
 # (fake-gcs-server) — each ephemeral, on a free loopback port, in a temp dir;
+# find Chromium for the console's browser tests (installed if missing);
 # export their addresses (GATEWAY_TEST_*); run CMD; stop them all and remove
 # their data on exit, whatever CMD did. Nothing already running on the
 # machine is used. Servers missing from the machine are installed from
@@ -57,11 +58,13 @@ source "$here/redis.sh"
 source "$here/postgres.sh"
 source "$here/s3.sh"
 source "$here/gcs.sh"
+source "$here/chromium.sh"
 
 start_redis "$state"
 start_postgres "$state"
 start_s3 "$state"
 start_gcs "$state"
+find_chromium
 
 if [ $# -eq 0 ]; then
   set -- go test -race -count=1 ./...

@@ -14,6 +14,7 @@ import (
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/gateway"
 	"github.com/aigateway/gateway/gateway/accesslog"
+	"github.com/aigateway/gateway/gateway/console"
 	"github.com/aigateway/gateway/internal/config"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/keys/seal"
@@ -46,6 +47,11 @@ type App struct {
 	files    *files.Service
 	registry *prometheus.Registry
 	closers  []func() error // run in reverse order
+	// handler is the whole HTTP surface: the API, and the console when on.
+	handler http.Handler
+	// console is nil when the configuration turns it off.
+	console  http.Handler
+	firstRun *console.FirstRun
 }
 
 // Build connects everything the configuration names on top of rt. It fails,
@@ -209,6 +215,13 @@ func (a *App) build(ctx context.Context) error {
 			MaxBytes: int64(cfg.Server.LingeringClose.MaxBytes), Timeout: cfg.Server.LingeringClose.Timeout,
 		},
 	})
+	a.handler = a.api.Handler()
+	if err := a.buildConsole(ctx, a.handler, sealingKey); err != nil {
+		return err
+	}
+	if a.console != nil {
+		a.handler = withConsole(a.handler, a.console)
+	}
 	return nil
 }
 
@@ -229,8 +242,9 @@ func (a *App) accessLog(reg prometheus.Registerer) *accesslog.Writer {
 	return w
 }
 
-// Handler is the whole HTTP surface.
-func (a *App) Handler() http.Handler { return a.api.Handler() }
+// Handler is the whole HTTP surface: the API, and the console under
+// /console/ when it is on.
+func (a *App) Handler() http.Handler { return a.handler }
 
 // Catalog is the live model catalog (reloaded on change and by Reload).
 func (a *App) Catalog() *catalog.Source { return a.catalog }

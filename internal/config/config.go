@@ -24,6 +24,17 @@ type Config struct {
 	Limits    Limits    `yaml:"limits"`
 	Files     Files     `yaml:"files"`
 	Sweeper   Sweeper   `yaml:"sweeper"`
+	Console   Console   `yaml:"console"`
+}
+
+// Console configures the console in the browser, served under /console/.
+type Console struct {
+	// Enabled serves the console; off, /console/ is an unknown path of
+	// the API (404).
+	Enabled bool `yaml:"enabled"`
+	// SessionTTL bounds how long a sign-in lasts; revoking the key ends
+	// it at once.
+	SessionTTL time.Duration `yaml:"session_ttl"`
 }
 
 // Files configures the read side of the file routes.
@@ -262,6 +273,7 @@ func Default() Config {
 			Anthropic: Provider{BaseURL: "https://api.anthropic.com", Timeout: 10 * time.Minute},
 		},
 		Sweeper: Sweeper{Interval: time.Minute, Grace: 6 * time.Hour, Batch: 500},
+		Console: Console{Enabled: true, SessionTTL: 12 * time.Hour},
 		Limits: Limits{
 			MaxFileBytes:          104_857_600,
 			WorkspaceStorageBytes: 10 << 30,

@@ -278,6 +278,9 @@ func (c *Config) Validate() error {
 		p.positive(path+".per", int64(r.Per))
 		p.nonNegative(path+".burst", int64(r.Burst))
 	}
+	if c.Console.Enabled {
+		p.positive("console.session_ttl", int64(c.Console.SessionTTL))
+	}
 
 	return p.err()
 }

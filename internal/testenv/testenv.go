@@ -20,6 +20,7 @@ const (
 	S3ServerVar    = "GATEWAY_TEST_S3_SERVER"     // path of the versitygw binary, for tests that stop the server mid-stream
 	GCSEndpointVar = "GATEWAY_TEST_GCS_ENDPOINT"  // http://127.0.0.1:PORT/storage/v1/
 	GCSServerVar   = "GATEWAY_TEST_GCS_SERVER"    // path of the fake-gcs-server binary
+	ChromiumVar    = "GATEWAY_TEST_CHROMIUM"      // path of Debian's chromium, for the console's browser tests
 )
 
 // InCI reports whether the tests run under CI, where every integration

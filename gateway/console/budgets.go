@@ -1,0 +1,128 @@
+package console
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/aigateway/gateway/client"
+)
+
+// budgetIntervals are the intervals of workspace budgets, widest first as
+// the API lists them.
+var budgetIntervals = []string{"lifetime", "monthly", "weekly", "daily"}
+
+type budgetsData struct {
+	Workspaces  []workspaceChoice
+	Workspace   string
+	IncludeBYOK bool
+	Budgets     []budgetBar
+	KeyLimits   []keyBar
+	Intervals   []string
+}
+
+// budgetBar is one budget with what its workspace's keys spent in the
+// current window.
+type budgetBar struct {
+	Interval string
+	Limit    float64
+	Spent    float64
+}
+
+// keyBar is one key's spending limit with its use in the current window.
+type keyBar struct {
+	Name, Label, Reset string
+	Limit, Spent       float64
+}
+
+// spentIn is what k spent in the current window of interval, its BYOK part
+// counted only when includeBYOK (as the API counts toward budgets).
+func spentIn(k client.Key, interval string, includeBYOK bool) float64 {
+	all, byok := k.Usage, k.BYOKUsage
+	switch interval {
+	case "daily":
+		all, byok = k.UsageDaily, k.BYOKUsageDaily
+	case "weekly":
+		all, byok = k.UsageWeekly, k.BYOKUsageWeekly
+	case "monthly":
+		all, byok = k.UsageMonthly, k.BYOKUsageMonthly
+	}
+	if includeBYOK {
+		return all
+	}
+	return all - byok
+}
+
+func (c *Console) budgets(v *visit) error {
+	if !v.me.Management {
+		return needManagement
+	}
+	ws, choices, err := v.pickWorkspace()
+	if err != nil {
+		return err
+	}
+	d := budgetsData{Workspaces: choices, Workspace: ws, Intervals: budgetIntervals}
+	if ws == "" {
+		return v.show("budgets", "Budgets", "budgets", d)
+	}
+	budgets, includeBYOK, err := v.api.Budgets(v.ctx(), ws)
+	if err != nil {
+		return err
+	}
+	d.IncludeBYOK = includeBYOK
+	var keys []client.Key
+	for k, err := range v.api.Keys(v.ctx(), client.KeyQuery{IncludeDisabled: true, Workspace: ws}) {
+		if err != nil {
+			return err
+		}
+		keys = append(keys, k)
+	}
+	for _, b := range budgets {
+		interval := "lifetime"
+		if b.ResetInterval != nil {
+			interval = *b.ResetInterval
+		}
+		bar := budgetBar{Interval: interval, Limit: b.LimitUSD}
+		for _, k := range keys {
+			bar.Spent += spentIn(k, interval, includeBYOK)
+		}
+		d.Budgets = append(d.Budgets, bar)
+	}
+	for _, k := range keys {
+		if k.Limit == nil {
+			continue
+		}
+		bar := keyBar{Name: k.Name, Label: k.Label, Limit: *k.Limit, Reset: "lifetime"}
+		if k.LimitReset != nil {
+			bar.Reset = *k.LimitReset
+		}
+		if k.LimitRemaining != nil {
+			bar.Spent = max(*k.Limit-*k.LimitRemaining, 0)
+		}
+		d.KeyLimits = append(d.KeyLimits, bar)
+	}
+	return v.show("budgets", "Budgets", "budgets", d)
+}
+
+func (c *Console) setBudget(v *visit) error {
+	f := v.r.PostForm
+	ws := f.Get("workspace")
+	back := withQuery("/console/budgets", url.Values{"workspace": {ws}})
+	limit, err := parseLimit(f.Get("limit_usd"))
+	if err == nil && (limit == nil || *limit <= 0) {
+		err = badInput{"A budget needs an amount in US dollars above zero."}
+	}
+	if err != nil {
+		return v.done(back, "", err)
+	}
+	includeBYOK := f.Get("include_byok") == "on"
+	interval := f.Get("interval")
+	_, err = v.api.SetBudget(v.ctx(), ws, interval, *limit, &includeBYOK)
+	return v.done(back, "The "+strings.ToLower(interval)+" budget is set.", err)
+}
+
+func (c *Console) deleteBudget(v *visit) error {
+	ws := v.r.PostForm.Get("workspace")
+	back := withQuery("/console/budgets", url.Values{"workspace": {ws}})
+	interval := v.r.PathValue("interval")
+	return v.done(back, "The "+interval+" budget is removed.", v.api.DeleteBudget(v.ctx(), ws, interval))
+}

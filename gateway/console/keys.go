@@ -1,0 +1,154 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aigateway/gateway/client"
+)
+
+// keysPerPage is the API's page of GET /keys.
+const keysPerPage = 100
+
+type keysData struct {
+	Keys       []client.Key
+	Workspaces []workspaceChoice
+	Names      map[string]string // workspace id -> name
+	Workspace  string
+	Pager      pager
+	Resets     []string
+	// Created is a key just made, with its secret: shown on this answer
+	// only, never stored and never shown again.
+	Created *client.CreatedKey
+}
+
+// limitResets are the windows of a key's spending limit ("" is lifetime).
+var limitResets = []string{"daily", "weekly", "monthly"}
+
+// listKeys reads one page of the user's keys (disabled ones included).
+func (v *visit) listKeys(workspace string, offset int) ([]client.Key, error) {
+	q := url.Values{"offset": {strconv.Itoa(offset)}, "include_disabled": {"true"}}
+	if workspace != "" {
+		q.Set("workspace_id", workspace)
+	}
+	var page struct {
+		Data []client.Key `json:"data"`
+	}
+	err := v.c.call(v.ctx(), v.sess.Key, http.MethodGet, "/api/v1/keys?"+q.Encode(), nil, nil, &page)
+	return page.Data, err
+}
+
+func (c *Console) keys(v *visit) error {
+	return c.showKeys(v, http.StatusOK, nil)
+}
+
+func (c *Console) showKeys(v *visit, status int, created *client.CreatedKey) error {
+	if !v.me.Management {
+		return needManagement
+	}
+	ws := v.r.URL.Query().Get("workspace")
+	offset := offsetParam(v.r)
+	list, err := v.listKeys(ws, offset)
+	if err != nil {
+		return err
+	}
+	choices, err := v.api.ListWorkspaces(v.ctx(), 0, maxWorkspaceChoices)
+	if err != nil {
+		return err
+	}
+	d := keysData{Keys: list, Workspace: ws, Resets: limitResets, Created: created, Names: map[string]string{}}
+	for _, w := range choices.Workspaces {
+		d.Names[w.ID] = w.Name
+		d.Workspaces = append(d.Workspaces, workspaceChoice{ID: w.ID, Name: w.Name, Slug: w.Slug, Selected: w.ID == ws})
+	}
+	d.Pager = offsetPager("/console/keys", url.Values{"workspace": {ws}}, offset, keysPerPage, len(list), -1)
+	title := "API keys"
+	v.c.render(v.w, status, "keys", v.view(title, "keys", d))
+	return nil
+}
+
+// needManagement is the API's own refusal, for pages that list what only
+// a management key may see (the API would answer the same).
+var needManagement = &client.Error{StatusCode: http.StatusForbidden, Message: "Only management keys can perform this operation"}
+
+// parseLimit reads an optional limit in USD: empty is none.
+func parseLimit(s string) (*float64, error) {
+	s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "$"))
+	if s == "" {
+		return nil, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 {
+		return nil, badInput{"The limit must be an amount in US dollars, such as 25 or 12.50."}
+	}
+	return &f, nil
+}
+
+// createKey makes a standard key and shows its secret on this answer only.
+func (c *Console) createKey(v *visit) error {
+	f := v.r.PostForm
+	k := client.KeyCreate{Name: strings.TrimSpace(f.Get("name")), Workspace: f.Get("workspace_id"), LimitReset: f.Get("limit_reset")}
+	limit, err := parseLimit(f.Get("limit"))
+	if err != nil {
+		return v.done("/console/keys", "", err)
+	}
+	k.Limit = limit
+	if d := strings.TrimSpace(f.Get("expires_in_days")); d != "" {
+		days, err := strconv.Atoi(d)
+		if err != nil || days < 1 {
+			return v.done("/console/keys", "", badInput{"Expiry must be a whole number of days, 1 or more, or empty for none."})
+		}
+		t := time.Now().UTC().Add(time.Duration(days) * 24 * time.Hour).Truncate(time.Second)
+		k.ExpiresAt = &t
+	}
+	created, err := v.api.CreateKey(v.ctx(), k)
+	if err != nil {
+		return v.done("/console/keys", "", err)
+	}
+	return c.showKeys(v, http.StatusCreated, created)
+}
+
+// changeKey disables, enables, deletes or sets the limit of a key.
+func (c *Console) changeKey(v *visit) error {
+	hash := v.r.PathValue("hash")
+	back := withQuery("/console/keys", url.Values{"workspace": {v.r.URL.Query().Get("workspace")}})
+	var u client.KeyUpdate
+	var ok string
+	switch v.r.PathValue("change") {
+	case "disable":
+		u.Disabled, ok = client.Set(true), "Key disabled: it authenticates nothing until enabled again."
+	case "enable":
+		u.Disabled, ok = client.Set(false), "Key enabled."
+	case "delete":
+		return v.done(back, "Key deleted.", v.api.DeleteKey(v.ctx(), hash))
+	case "limit":
+		limit, err := parseLimit(v.r.PostForm.Get("limit"))
+		if err != nil {
+			return v.done(back, "", err)
+		}
+		if limit == nil {
+			u.Limit, u.LimitReset, ok = client.Null[float64](), client.Null[string](), "Limit removed."
+		} else {
+			u.Limit, ok = client.Set(*limit), "Limit set."
+			if r := v.r.PostForm.Get("limit_reset"); r != "" {
+				u.LimitReset = client.Set(r)
+			} else {
+				u.LimitReset = client.Null[string]()
+			}
+		}
+	default:
+		c.notFound(v.w, v.r)
+		return nil
+	}
+	_, err := v.api.UpdateKey(v.ctx(), hash, u)
+	return v.done(back, ok, err)
+}
+
+// usage shows the signed-in key's own spending and limit: what a standard
+// key may see of usage.
+func (c *Console) usage(v *visit) error {
+	return v.show("usage", "Your key", "usage", nil)
+}

@@ -1,0 +1,234 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aigateway/gateway/client"
+)
+
+// home sends the browser where its key can do something: workspaces for a
+// management key, files for any other.
+func (c *Console) home(w http.ResponseWriter, r *http.Request) {
+	v := c.begin(w, r)
+	if v == nil {
+		return
+	}
+	if v.me.Management {
+		http.Redirect(w, r, "/console/workspaces", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/console/files", http.StatusSeeOther)
+}
+
+// signInNotices are the messages the sign-in page may show; the query
+// names one, so no link can put its own words on the page.
+var signInNotices = map[string]flash{
+	"ended":      {Kind: "error", Text: "Your session ended: the key you signed in with no longer works (it was revoked, disabled, deleted or has expired). Sign in with a working key."},
+	"expired":    {Kind: "error", Text: "Your session has expired. Sign in again."},
+	"signed-out": {Kind: "ok", Text: "You are signed out."},
+}
+
+type signInData struct {
+	FormToken string
+}
+
+// formToken is the CSRF token of the forms shown before a session exists
+// (sign-in, first run): a random value in a cookie that the form must
+// repeat, which a page of another site can neither read nor set.
+func (c *Console) formToken(w http.ResponseWriter, r *http.Request) string {
+	if ck, err := r.Cookie(formCookie); err == nil && len(ck.Value) >= 16 {
+		return ck.Value
+	}
+	t := newToken()
+	c.cookies.set(w, r, formCookie, t, 0)
+	return t
+}
+
+// formTokenOK checks a pre-session form's token against its cookie.
+func formTokenOK(r *http.Request) bool {
+	ck, err := r.Cookie(formCookie)
+	return err == nil && sameToken(r.PostFormValue("csrf"), ck.Value)
+}
+
+func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
+	v := view{Title: "Sign in", Data: signInData{FormToken: c.formToken(w, r)}}
+	if n, ok := signInNotices[r.URL.Query().Get("m")]; ok {
+		v.Flash = &n
+	}
+	c.render(w, http.StatusOK, "signin", v)
+}
+
+// maxKeyLength bounds what is accepted as a key, far above any real one.
+const maxKeyLength = 512
+
+// signIn checks the key with the API (GET /key) and starts a session.
+// The check is an ordinary authentication of the API: a wrong key counts
+// as a failed authentication of the browser's address, and past the API's
+// limit of those the address is refused (429) before any key is looked at.
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if !formTokenOK(r) {
+		c.refuse(w, r, http.StatusForbidden, "This sign-in form has expired. Reload the page and sign in again.")
+		return
+	}
+	key := strings.TrimSpace(r.PostFormValue("key"))
+	again := func(status int, msg string) {
+		c.render(w, status, "signin", view{Title: "Sign in", Flash: &flash{Kind: "error", Text: msg}, Data: signInData{FormToken: c.formToken(w, r)}})
+	}
+	if key == "" || len(key) > maxKeyLength {
+		again(http.StatusBadRequest, "Enter an API key to sign in.")
+		return
+	}
+	_, err := c.whoami(withClient(r.Context(), r), key)
+	var apiErr *client.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized:
+		again(http.StatusUnauthorized, "That key was not accepted: it is unknown, disabled, deleted or expired.")
+		return
+	case errors.As(err, &apiErr):
+		again(apiErr.StatusCode, apiMessage(apiErr))
+		return
+	default:
+		c.log.Error("console: sign-in check failed", "err", err)
+		again(http.StatusInternalServerError, "The key could not be checked just now. Try again in a moment.")
+		return
+	}
+	if err := c.startSession(w, r, key); err != nil {
+		c.log.Error("console: seal session", "err", err)
+		again(http.StatusInternalServerError, "The session could not be started. Try again.")
+		return
+	}
+	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+}
+
+// startSession seals key into the session cookie.
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, key string) error {
+	v, err := c.sealer.seal(session{Key: key, Expires: c.sealer.now().Add(c.ttl).Unix(), CSRF: newToken()})
+	if err != nil {
+		return err
+	}
+	c.cookies.set(w, r, sessionCookie, v, c.ttl)
+	c.cookies.clear(w, r, formCookie)
+	return nil
+}
+
+// signOut clears the session. It needs the session's CSRF token, so no
+// other site can sign a visitor out.
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if ck, err := r.Cookie(sessionCookie); err == nil {
+		if s, err := c.sealer.open(ck.Value); err == nil && !sameToken(r.PostFormValue("csrf"), s.CSRF) {
+			c.refuse(w, r, http.StatusForbidden, "This form has expired. Reload the page and sign out again.")
+			return
+		}
+	}
+	c.cookies.clear(w, r, sessionCookie)
+	http.Redirect(w, r, "/console/sign-in?m=signed-out", http.StatusSeeOther)
+}
+
+// FirstRun lets the first visitor of an empty gateway create its first
+// management key, with a one-time token printed by `gateway serve` (as
+// notebook servers print theirs). It is the one thing the console does not
+// do through the API: there is no key yet to call it with. The token works
+// once and only until it expires.
+type FirstRun struct {
+	token   string
+	expires time.Time
+	create  func(ctx context.Context) (string, error)
+	now     func() time.Time
+
+	mu   sync.Mutex
+	used bool
+}
+
+// NewFirstRun makes a first-run token valid for ttl; create makes the
+// management key and returns its secret.
+func NewFirstRun(ttl time.Duration, create func(ctx context.Context) (string, error)) *FirstRun {
+	return &FirstRun{token: newToken(), expires: time.Now().Add(ttl), create: create, now: time.Now}
+}
+
+// Token is the one-time token, for the sign-in link `serve` prints.
+func (f *FirstRun) Token() string { return f.token }
+
+// valid reports whether token is the unused, unexpired token.
+func (f *FirstRun) valid(token string) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.used && f.now().Before(f.expires) && sameToken(token, f.token)
+}
+
+// take uses the token up, if it is still valid.
+func (f *FirstRun) take(token string) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.used || !f.now().Before(f.expires) || !sameToken(token, f.token) {
+		return false
+	}
+	f.used = true
+	return true
+}
+
+// giveBack makes the token usable again after the key could not be made.
+func (f *FirstRun) giveBack() {
+	f.mu.Lock()
+	f.used = false
+	f.mu.Unlock()
+}
+
+type firstRunData struct {
+	FormToken string
+	Token     string
+	Secret    string
+}
+
+const firstRunGone = "This first-run link has already been used or has expired. Sign in with a key, or create one with `gateway keys create --management`."
+
+func (c *Console) firstRunPage(w http.ResponseWriter, r *http.Request) {
+	token := r.URL.Query().Get("token")
+	if !c.firstRun.valid(token) {
+		c.refuse(w, r, http.StatusGone, firstRunGone)
+		return
+	}
+	c.render(w, http.StatusOK, "firstrun", view{Title: "Welcome", Data: firstRunData{FormToken: c.formToken(w, r), Token: token}})
+}
+
+// firstRunCreate makes the first management key, shows its secret once and
+// signs the visitor in with it.
+func (c *Console) firstRunCreate(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if !c.firstRun.valid(r.PostFormValue("token")) {
+		c.refuse(w, r, http.StatusGone, firstRunGone)
+		return
+	}
+	if !formTokenOK(r) {
+		c.refuse(w, r, http.StatusForbidden, "This form has expired. Open the first-run link again.")
+		return
+	}
+	if !c.firstRun.take(r.PostFormValue("token")) {
+		c.refuse(w, r, http.StatusGone, firstRunGone)
+		return
+	}
+	secret, err := c.firstRun.create(r.Context())
+	if err != nil {
+		c.firstRun.giveBack()
+		c.log.Error("console: first-run key creation failed", "err", err)
+		c.refuse(w, r, http.StatusInternalServerError, "The key could not be created. Try the link again.")
+		return
+	}
+	if err := c.startSession(w, r, secret); err != nil {
+		c.log.Error("console: seal session", "err", err)
+	}
+	c.render(w, http.StatusCreated, "firstrun", view{Title: "Your management key", Data: firstRunData{Secret: secret}})
+}

@@ -1,0 +1,330 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aigateway/gateway/client"
+)
+
+// visit is one request of a signed-in browser: its session, the API as the
+// session's key sees it, and who that key is.
+type visit struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	c    *Console
+	sess session
+	api  *client.Client
+	me   *whoami
+}
+
+// ctx is the context of the API calls made for the visit: the browser's
+// request, which also tells the API who the client is.
+func (v *visit) ctx() context.Context { return withClient(v.r.Context(), v.r) }
+
+// whoami is the signed-in key as GET /key describes it.
+type whoami struct {
+	Label          string   `json:"label"`
+	WorkspaceID    *string  `json:"workspace_id"`
+	Management     bool     `json:"is_management_key"`
+	Limit          *float64 `json:"limit"`
+	LimitRemaining *float64 `json:"limit_remaining"`
+	LimitReset     *string  `json:"limit_reset"`
+	Usage          float64  `json:"usage"`
+	UsageDaily     float64  `json:"usage_daily"`
+	UsageWeekly    float64  `json:"usage_weekly"`
+	UsageMonthly   float64  `json:"usage_monthly"`
+	BYOKUsage      float64  `json:"byok_usage"`
+	ExpiresAt      *string  `json:"expires_at"`
+	RateLimit      struct {
+		Requests int    `json:"requests"`
+		Interval string `json:"interval"`
+	} `json:"rate_limit"`
+}
+
+// LimitValue is the key's limit (0 without one).
+func (m *whoami) LimitValue() float64 {
+	if m.Limit == nil {
+		return 0
+	}
+	return *m.Limit
+}
+
+// LimitUsed is what the key has spent in its limit's current window.
+func (m *whoami) LimitUsed() float64 {
+	if m.Limit == nil || m.LimitRemaining == nil {
+		return 0
+	}
+	return max(*m.Limit-*m.LimitRemaining, 0)
+}
+
+// apiBase is the base URL of the in-process API client; the host is never
+// dialled.
+const apiBase = "http://gateway.in-process"
+
+// client returns the API client of key for the browser request r.
+func (c *Console) client(key string) *client.Client {
+	hc := &http.Client{
+		Transport: inProcess{api: c.api},
+		// The API does not redirect; if it ever did, the key must not follow.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	// The person at the browser decides whether to try again; the console
+	// never waits on a Retry-After for them.
+	cl, err := client.New(apiBase, key, client.WithHTTPClient(hc),
+		client.WithRetry(client.Retry{MaxAttempts: 1}), client.WithUserAgent("gateway-console/1"))
+	if err != nil {
+		panic(err) // only an empty key or a bad base URL, both excluded
+	}
+	return cl
+}
+
+// call sends one request to the API with key and decodes a 2xx answer's
+// JSON into out (when not nil); any other answer is a *client.Error.
+func (c *Console) call(ctx context.Context, key, method, path string, body io.Reader, header http.Header, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, apiBase+path, body)
+	if err != nil {
+		return err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("User-Agent", "gateway-console/1")
+	resp, err := inProcess{api: c.api}.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		return readAPIError(resp)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// readAPIError turns a refusal of the API into *client.Error.
+func readAPIError(resp *http.Response) *client.Error {
+	e := &client.Error{StatusCode: resp.StatusCode, Message: http.StatusText(resp.StatusCode), RequestID: resp.Header.Get("X-Request-Id")}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		e.RetryAfter = time.Duration(secs) * time.Second
+	}
+	var env struct {
+		Error *struct {
+			Message  string         `json:"message"`
+			Metadata map[string]any `json:"metadata"`
+		} `json:"error"`
+	}
+	if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&env) == nil && env.Error != nil {
+		if env.Error.Message != "" {
+			e.Message = env.Error.Message
+		}
+		e.Metadata = env.Error.Metadata
+	}
+	return e
+}
+
+// whoami asks the API who key is; a key that no longer works is a 401.
+func (c *Console) whoami(ctx context.Context, key string) (*whoami, error) {
+	var out struct {
+		Data whoami `json:"data"`
+	}
+	if err := c.call(ctx, key, http.MethodGet, "/api/v1/key", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out.Data, nil
+}
+
+// begin opens the browser's session and checks its key with the API. It
+// answers the browser itself (the sign-in page, or an error page) and
+// returns nil when there is no visit to go on with.
+func (c *Console) begin(w http.ResponseWriter, r *http.Request) *visit {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		http.Redirect(w, r, "/console/sign-in", http.StatusSeeOther)
+		return nil
+	}
+	s, err := c.sealer.open(ck.Value)
+	if err != nil {
+		c.cookies.clear(w, r, sessionCookie)
+		http.Redirect(w, r, "/console/sign-in?m=expired", http.StatusSeeOther)
+		return nil
+	}
+	v := &visit{w: w, r: r, c: c, sess: s, api: c.client(s.Key)}
+	me, err := c.whoami(v.ctx(), s.Key)
+	if err != nil {
+		c.fail(v, err)
+		return nil
+	}
+	v.me = me
+	return v
+}
+
+// pageFunc serves one page of a visit.
+type pageFunc func(v *visit) error
+
+// page adapts a page: a session is required, and an error is answered in
+// words (a key that stopped working ends the session).
+func (c *Console) page(f pageFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := c.begin(w, r)
+		if v == nil {
+			return
+		}
+		if err := f(v); err != nil {
+			c.fail(v, err)
+		}
+	}
+}
+
+// action adapts a state-changing form: a session is required, and the
+// form's CSRF token (field csrf, or the X-CSRF-Token header of the
+// console's script) must be the session's. Forms of files carry their
+// token in their first part, checked by their handler; every other form
+// is small and read whole here.
+func (c *Console) action(f pageFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := c.begin(w, r)
+		if v == nil {
+			return
+		}
+		if !strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			token := r.Header.Get("X-CSRF-Token")
+			if token == "" {
+				token = r.PostFormValue("csrf")
+			}
+			if !sameToken(token, v.sess.CSRF) {
+				c.refuse(w, r, http.StatusForbidden, "This form has expired or did not come from this console. Reload the page and try again.")
+				return
+			}
+		}
+		if err := f(v); err != nil {
+			c.fail(v, err)
+		}
+	}
+}
+
+// fail answers an error of a visit. The API's refusals are shown with the
+// API's own message; a 401 means the key no longer works (revoked,
+// disabled, expired, deleted), which ends the session.
+func (c *Console) fail(v *visit, err error) {
+	var apiErr *client.Error
+	switch {
+	case errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized:
+		c.cookies.clear(v.w, v.r, sessionCookie)
+		http.Redirect(v.w, v.r, "/console/sign-in?m=ended", http.StatusSeeOther)
+	case errors.As(err, &apiErr):
+		c.render(v.w, apiErr.StatusCode, "error", v.view("", "", apiMessage(apiErr)))
+	case errors.Is(err, context.Canceled):
+		// the browser went away; nobody to answer
+	default:
+		c.log.Error("console: page failed", "path", v.r.URL.Path, "err", err)
+		c.render(v.w, http.StatusInternalServerError, "error", v.view("", "", "Something went wrong on the server. Try again in a moment."))
+	}
+}
+
+// apiMessage is the API's refusal in words, with its details (the fields
+// it names, the counts it gives) and what the person can do.
+func apiMessage(e *client.Error) string {
+	msg := e.Message
+	if msg != "" {
+		msg = strings.ToUpper(msg[:1]) + msg[1:]
+	}
+	if d := details(e.Metadata); d != "" {
+		msg += ": " + d
+	}
+	switch e.StatusCode {
+	case http.StatusForbidden:
+		return msg + " (this needs a key with more rights, such as a management key)."
+	case http.StatusTooManyRequests:
+		if e.RetryAfter > 0 {
+			return fmt.Sprintf("%s. Try again in %s.", msg, e.RetryAfter.Round(time.Second))
+		}
+		return msg + ". Try again in a moment."
+	case http.StatusPaymentRequired:
+		return msg + ": the spending limit of this key or a budget of its workspace has been reached."
+	}
+	return msg
+}
+
+// details writes the metadata of a refusal as words: "slug: must be …"
+// for the fields it names, "keys: 1" for its counts.
+func details(meta map[string]any) string {
+	var parts []string
+	if fields, ok := meta["fields"].(map[string]any); ok {
+		for _, name := range slices.Sorted(maps.Keys(fields)) {
+			parts = append(parts, fmt.Sprintf("%s %v", name, fields[name]))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(meta)) {
+		switch v := meta[name].(type) {
+		case string, float64, bool:
+			if name != "rule" {
+				parts = append(parts, fmt.Sprintf("%s: %v", strings.ReplaceAll(name, "_", " "), v))
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// view starts the view of a page of v.
+func (v *visit) view(title, nav string, data any) view {
+	return view{Title: title, Nav: nav, Me: v.me, CSRF: v.sess.CSRF, Flash: v.c.takeFlash(v.w, v.r), Data: data}
+}
+
+// show renders page for v with status 200.
+func (v *visit) show(page, title, nav string, data any) error {
+	v.c.render(v.w, http.StatusOK, page, v.view(title, nav, data))
+	return nil
+}
+
+// done ends an action: the outcome is remembered for the next page, and
+// the browser goes to back (Post/Redirect/Get: a reload does not repeat
+// the action). An API refusal is the outcome, in the API's words; a 401
+// still ends the session.
+func (v *visit) done(back string, ok string, err error) error {
+	var apiErr *client.Error
+	switch {
+	case err == nil:
+		v.c.setFlash(v.w, v.r, "ok", ok)
+	case errors.As(err, &apiErr) && apiErr.StatusCode != http.StatusUnauthorized:
+		v.c.setFlash(v.w, v.r, "error", apiMessage(apiErr))
+	case errors.As(err, &badInput{}):
+		v.c.setFlash(v.w, v.r, "error", err.Error())
+	default:
+		return err
+	}
+	http.Redirect(v.w, v.r, back, http.StatusSeeOther)
+	return nil
+}
+
+// badInput is a form field the console cannot even send to the API.
+type badInput struct{ msg string }
+
+func (e badInput) Error() string { return e.msg }
+
+// withQuery is path with the query q (empty values left out).
+func withQuery(path string, q url.Values) string {
+	for k, vs := range q {
+		if len(vs) == 0 || vs[0] == "" {
+			delete(q, k)
+		}
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
