@@ -51,6 +51,17 @@ type Options struct {
 	FirstRun *FirstRun
 	// Log receives the console's own failures (never a key).
 	Log *slog.Logger
+	// SignOuts records signed-out sessions where every replica reads them,
+	// so a copy of a signed-out cookie opens nothing. Nil: signing out only
+	// clears the browser's cookie.
+	SignOuts SignOuts
+}
+
+// SignOuts is the shared record of sessions signed out before they
+// expired (the metadata store).
+type SignOuts interface {
+	SignOut(ctx context.Context, sessionID string, expires time.Time) error
+	SignedOut(ctx context.Context, sessionID string) (bool, error)
 }
 
 // Console serves the pages.
@@ -60,6 +71,7 @@ type Console struct {
 	cookies  cookies
 	ttl      time.Duration
 	firstRun *FirstRun
+	signOuts SignOuts
 	log      *slog.Logger
 	pages    *pages
 	assets   *assets
@@ -85,7 +97,7 @@ func New(o Options) (*Console, error) {
 	}
 	c := &Console{
 		api: o.API, sealer: s, cookies: cookies{trusted: o.TrustedProxies},
-		ttl: o.SessionTTL, firstRun: o.FirstRun, log: o.Log, pages: p, assets: a,
+		ttl: o.SessionTTL, firstRun: o.FirstRun, signOuts: o.SignOuts, log: o.Log, pages: p, assets: a,
 	}
 	if c.ttl <= 0 {
 		c.ttl = 12 * time.Hour

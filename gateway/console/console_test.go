@@ -434,3 +434,26 @@ func TestNoFirstRunOnceAKeyExists(t *testing.T) {
 		t.Errorf("a key exists, yet a first-run link %q is offered", link)
 	}
 }
+
+// Signing out ends the session itself, not only the browser's cookie: a
+// copy of the cookie (another tab's, or one stolen) opens nothing after
+// it, on any replica, since the sign-out is recorded in the shared store.
+func TestSignOutEndsEveryCopyOfTheSession(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	b := g.browser(t)
+	b.signIn(g.Management)
+	base := mustURL(t, g.URL+"/console/")
+	copied := g.browser(t)
+	copied.hc.Jar.SetCookies(base, b.hc.Jar.Cookies(base))
+	if p := copied.get("/console/workspaces"); p.StatusCode != http.StatusOK {
+		t.Fatalf("the copied cookie before sign-out = %d, want 200", p.StatusCode)
+	}
+	token := b.csrf("/console/workspaces")
+	if p := b.post("/console/sign-out", url.Values{"csrf": {token}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-out = %d", p.StatusCode)
+	}
+	p := copied.get("/console/workspaces")
+	if p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/console/sign-in?m=signed-out" {
+		t.Errorf("the copied cookie after sign-out = %d %s, want a redirect to sign in", p.StatusCode, p.Header.Get("Location"))
+	}
+}

@@ -30,6 +30,8 @@ const (
 // on every load whether the key still works (revoked, disabled, expired,
 // deleted: 401, and the session ends).
 type session struct {
+	// ID names the session in the record of sign-outs.
+	ID      string `json:"i"`
 	Key     string `json:"k"`
 	Expires int64  `json:"e"` // Unix seconds
 	// CSRF is the token every state-changing form of this session must
@@ -113,7 +115,7 @@ func (c *sealer) open(value string) (session, error) {
 		return session{}, err
 	}
 	var s session
-	if err := json.Unmarshal(plain, &s); err != nil || s.Key == "" || s.CSRF == "" {
+	if err := json.Unmarshal(plain, &s); err != nil || s.ID == "" || s.Key == "" || s.CSRF == "" {
 		return session{}, errNoSession
 	}
 	if c.now().Unix() >= s.Expires {

@@ -109,7 +109,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 
 // startSession seals key into the session cookie.
 func (c *Console) startSession(w http.ResponseWriter, r *http.Request, key string) error {
-	v, err := c.sealer.seal(session{Key: key, Expires: c.sealer.now().Add(c.ttl).Unix(), CSRF: newToken()})
+	v, err := c.sealer.seal(session{ID: newToken(), Key: key, Expires: c.sealer.now().Add(c.ttl).Unix(), CSRF: newToken()})
 	if err != nil {
 		return err
 	}
@@ -123,9 +123,20 @@ func (c *Console) startSession(w http.ResponseWriter, r *http.Request, key strin
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if ck, err := r.Cookie(sessionCookie); err == nil {
-		if s, err := c.sealer.open(ck.Value); err == nil && !sameToken(r.PostFormValue("csrf"), s.CSRF) {
-			c.refuse(w, r, http.StatusForbidden, "This form has expired. Reload the page and sign out again.")
-			return
+		if s, err := c.sealer.open(ck.Value); err == nil {
+			if !sameToken(r.PostFormValue("csrf"), s.CSRF) {
+				c.refuse(w, r, http.StatusForbidden, "This form has expired. Reload the page and sign out again.")
+				return
+			}
+			// Recorded for every replica: a copy of the cookie (another
+			// tab's, or a stolen one) opens nothing any more.
+			if c.signOuts != nil {
+				if err := c.signOuts.SignOut(r.Context(), s.ID, time.Unix(s.Expires, 0)); err != nil {
+					c.log.Error("console: record sign-out", "err", err)
+					c.refuse(w, r, http.StatusServiceUnavailable, "Signing out failed: the gateway cannot reach its database. Try again in a moment.")
+					return
+				}
+			}
 		}
 	}
 	c.cookies.clear(w, r, sessionCookie)

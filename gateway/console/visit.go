@@ -162,6 +162,19 @@ func (c *Console) begin(w http.ResponseWriter, r *http.Request) *visit {
 		http.Redirect(w, r, "/console/sign-in?m=expired", http.StatusSeeOther)
 		return nil
 	}
+	if c.signOuts != nil {
+		out, err := c.signOuts.SignedOut(r.Context(), s.ID)
+		if err != nil {
+			c.log.Error("console: read sign-outs", "err", err)
+			c.refuse(w, r, http.StatusServiceUnavailable, "The console cannot check your session right now: the gateway cannot reach its database. Try again in a moment.")
+			return nil
+		}
+		if out {
+			c.cookies.clear(w, r, sessionCookie)
+			http.Redirect(w, r, "/console/sign-in?m=signed-out", http.StatusSeeOther)
+			return nil
+		}
+	}
 	v := &visit{w: w, r: r, c: c, sess: s, api: c.client(s.Key)}
 	me, err := c.whoami(v.ctx(), s.Key)
 	if err != nil {

@@ -48,7 +48,7 @@ func (a *App) buildConsole(ctx context.Context, api http.Handler, sealingKey []b
 	}
 	c, err := console.New(console.Options{
 		API: api, SessionKey: sessionKey, TrustedProxies: cfg.Server.TrustedPrefixes(),
-		SessionTTL: cfg.Console.SessionTTL, FirstRun: firstRun, Log: slogOf(a.rt.Log),
+		SessionTTL: cfg.Console.SessionTTL, FirstRun: firstRun, Log: slogOf(a.rt.Log), SignOuts: a.rt.Store,
 	})
 	if err != nil {
 		return err
