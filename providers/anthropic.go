@@ -1,17 +1,14 @@
 package providers
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/keys/seal"
 	"go.uber.org/zap"
 )
 
@@ -21,68 +18,34 @@ const (
 	AnthropicFilesBeta = "files-api-2025-04-14"
 )
 
-// Anthropic is Anthropic's Files API (a beta): POST {base}/v1/files,
+// anthropicDialect is Anthropic's Files API (a beta): POST {base}/v1/files,
 // multipart with one part file; GET {base}/v1/files?limit=&after_id=&before_id=
 // (newest first, the only order it offers); GET and DELETE
 // {base}/v1/files/{id}; GET {base}/v1/files/{id}/content. Authenticated with
 // x-api-key plus the anthropic-version and anthropic-beta headers; request
-// ids come in request-id. Safe for concurrent use.
-type Anthropic struct {
-	c *client
+// ids come in request-id.
+var anthropicDialect = dialect{
+	name:      ProviderAnthropic,
+	baseURL:   "https://api.anthropic.com",
+	filesPath: "/v1/files",
+	keyHeader: "x-api-key",
+	versionHeaders: [][2]string{
+		{"anthropic-version", AnthropicVersion},
+		{"anthropic-beta", AnthropicFilesBeta},
+	},
+	requestIDHeader: "request-id",
+	decodeUpload:    decodeAnthropicFile,
+	decodeError:     decodeAnthropicError,
+	listQuery:       anthropicListQuery,
+	decodeList:      decodeAnthropicList,
+	decodeInfo:      decodeAnthropicInfo,
+	checkDeleted:    checkAnthropicDeleted,
 }
 
-var _ Provider = (*Anthropic)(nil)
-
-// NewAnthropic returns an Anthropic provider. opts.BaseURL is the host
-// without /v1 (https://api.anthropic.com).
-func NewAnthropic(opts Options, log *zap.Logger) (*Anthropic, error) {
-	c, err := newClient(ProviderAnthropic, opts, wire{
-		filesPath: "/v1/files",
-		authorize: func(h http.Header, key string) {
-			h.Set("x-api-key", key)
-			h.Set("anthropic-version", AnthropicVersion)
-			h.Set("anthropic-beta", AnthropicFilesBeta)
-		},
-		requestIDHeader: "request-id",
-		decodeUpload:    decodeAnthropicFile,
-		decodeError:     decodeAnthropicError,
-		listQuery:       anthropicListQuery,
-		decodeList:      decodeAnthropicList,
-		decodeInfo:      decodeAnthropicInfo,
-		checkDeleted:    checkAnthropicDeleted,
-	}, log)
-	if err != nil {
-		return nil, err
-	}
-	return &Anthropic{c: c}, nil
-}
-
-// Name returns "anthropic".
-func (p *Anthropic) Name() string { return ProviderAnthropic }
-
-// Upload implements Provider.
-func (p *Anthropic) Upload(ctx context.Context, key seal.Secret, f File) (Uploaded, error) {
-	return p.c.upload(ctx, key, f)
-}
-
-// Delete implements Provider.
-func (p *Anthropic) Delete(ctx context.Context, key seal.Secret, id string) error {
-	return p.c.delete(ctx, key, id)
-}
-
-// List implements Provider.
-func (p *Anthropic) List(ctx context.Context, key seal.Secret, q files.ProviderListQuery) (files.ProviderPage, error) {
-	return p.c.list(ctx, key, q)
-}
-
-// Stat implements Provider.
-func (p *Anthropic) Stat(ctx context.Context, key seal.Secret, id string) (files.ProviderFileInfo, error) {
-	return p.c.stat(ctx, key, id)
-}
-
-// Content implements Provider.
-func (p *Anthropic) Content(ctx context.Context, key seal.Secret, id string) (files.ProviderContent, error) {
-	return p.c.content(ctx, key, id)
+// NewAnthropic returns a client of Anthropic's Files API. opts.BaseURL is
+// the host without /v1 (https://api.anthropic.com).
+func NewAnthropic(opts Options, log *zap.Logger) (*Client, error) {
+	return newClient(&anthropicDialect, opts, log)
 }
 
 // anthropicFile is Anthropic's file metadata; other fields are ignored.

@@ -31,15 +31,24 @@ const (
 	maxLoggedMessage = 512
 )
 
-// wire is what differs between providers' Files APIs.
-type wire struct {
-	// filesPath is appended to the base URL for uploads; deletes append
-	// "/{id}" to it.
+// dialect is what differs between providers' Files APIs: data and pure
+// functions, one value per provider (openAIDialect, anthropicDialect). The
+// HTTP machinery, the same for both, is Client's.
+type dialect struct {
+	// name is the provider's name (ProviderOpenAI, ProviderAnthropic).
+	name string
+	// baseURL is where the provider's own API lives, Options.BaseURL's
+	// usual value; it is named when a configured one is refused.
+	baseURL string
+	// filesPath is appended to the base URL for uploads and lists; a file's
+	// path is filesPath + "/" + id.
 	filesPath string
-	// fields are form fields sent before the file part.
+	// fields are form fields sent before the file part of an upload.
 	fields [][2]string
-	// authorize sets the key and protocol headers.
-	authorize func(h http.Header, key string)
+	// keyHeader carries the key, after keyPrefix ("Bearer ").
+	keyHeader, keyPrefix string
+	// versionHeaders are the protocol headers every request carries.
+	versionHeaders [][2]string
 	// requestIDHeader carries the provider's request id in answers.
 	requestIDHeader string
 	// decodeUpload reads a successful upload answer.
@@ -59,27 +68,35 @@ type wire struct {
 	checkDeleted func(body []byte, id string) error
 }
 
-// client is the HTTP machinery shared by the providers.
-type client struct {
-	name    string
+// Client is one provider's Files API, spoken in that provider's dialect
+// over HTTP: NewOpenAI and NewAnthropic make one. It implements Provider,
+// keeps connections to the provider alive between calls, never follows a
+// redirect, and never logs the key or puts it in an error. Safe for
+// concurrent use.
+type Client struct {
+	d       *dialect
 	base    string // without a trailing slash
 	timeout time.Duration
 	http    *http.Client
-	wire    wire
 	log     *zap.Logger
 }
+
+var _ Provider = (*Client)(nil)
+
+// Name is the provider's name: ProviderOpenAI or ProviderAnthropic.
+func (c *Client) Name() string { return c.d.name }
 
 // errUploadFinished stops the goroutine writing the request body once the
 // request is over (the provider answered early, or the transport gave up).
 var errUploadFinished = errors.New("byok: upload finished")
 
-func newClient(name string, opts Options, w wire, log *zap.Logger) (*client, error) {
+func newClient(d *dialect, opts Options, log *zap.Logger) (*Client, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	base, err := checkBaseURL(opts.BaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("byok: %s base_url: %w", name, err)
+		return nil, fmt.Errorf("byok: %s base_url: %w (the provider's own is %s)", d.name, err, d.baseURL)
 	}
 	orDefault := func(d, def time.Duration) time.Duration {
 		if d > 0 {
@@ -104,8 +121,8 @@ func newClient(name string, opts Options, w wire, log *zap.Logger) (*client, err
 		MaxIdleConnsPerHost: 128,
 		WriteBufferSize:     64 << 10,
 	}
-	return &client{
-		name:    name,
+	return &Client{
+		d:       d,
 		base:    base,
 		timeout: opts.Timeout,
 		http: &http.Client{
@@ -115,8 +132,7 @@ func newClient(name string, opts Options, w wire, log *zap.Logger) (*client, err
 			// somewhere we did not choose. A 3xx is an error.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		wire: w,
-		log:  log.With(zap.String("provider", name)),
+		log: log.With(zap.String("provider", d.name)),
 	}, nil
 }
 
@@ -169,6 +185,14 @@ func checkKey(key seal.Secret) error {
 // an HTTP header; `gateway byok set` calls it before sealing a key.
 func CheckKey(key seal.Secret) error { return checkKey(key) }
 
+// authorize sets the key and protocol headers of a request to the provider.
+func (c *Client) authorize(h http.Header, key seal.Secret) {
+	h.Set(c.d.keyHeader, c.d.keyPrefix+key.Reveal())
+	for _, kv := range c.d.versionHeaders {
+		h.Set(kv[0], kv[1])
+	}
+}
+
 // filePartHeader builds the multipart header of the file part.
 func filePartHeader(f File) (textproto.MIMEHeader, error) {
 	if f.Body == nil {
@@ -215,7 +239,7 @@ func (t *trackingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// upload streams f as multipart/form-data to the provider.
+// Upload streams f as multipart/form-data to the provider (see Provider).
 //
 // The body is produced by a goroutine writing through an io.Pipe, so the
 // request goes out with chunked encoding while f.Body is read: memory is the
@@ -223,7 +247,7 @@ func (t *trackingReader) Read(p []byte) (int, error) {
 // is closed with that error, the transport aborts the request mid-body (no
 // terminating chunk, so the provider sees a truncated upload and stores
 // nothing), and the error is returned wrapped.
-func (c *client) upload(ctx context.Context, key seal.Secret, f File) (Uploaded, error) {
+func (c *Client) Upload(ctx context.Context, key seal.Secret, f File) (Uploaded, error) {
 	if err := checkKey(key); err != nil {
 		return Uploaded{}, err
 	}
@@ -241,7 +265,7 @@ func (c *client) upload(ctx context.Context, key seal.Secret, f File) (Uploaded,
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pw.CloseWithError(writeForm(mw, c.wire.fields, partHeader, body))
+		pw.CloseWithError(writeForm(mw, c.d.fields, partHeader, body))
 	}()
 	// finish stops the body goroutine and waits for it, so f.Body is never
 	// read after upload returns.
@@ -250,15 +274,15 @@ func (c *client) upload(ctx context.Context, key seal.Secret, f File) (Uploaded,
 		<-done
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+c.wire.filesPath, pr)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+c.d.filesPath, pr)
 	if err != nil {
 		finish()
-		return Uploaded{}, fmt.Errorf("byok: %s upload: %w", c.name, err)
+		return Uploaded{}, fmt.Errorf("byok: %s upload: %w", c.d.name, err)
 	}
 	req.ContentLength = -1 // unknown: chunked
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Accept", "application/json")
-	c.wire.authorize(req.Header, key.Reveal())
+	c.authorize(req.Header, key)
 
 	start := time.Now()
 	resp, err := c.http.Do(req)
@@ -271,7 +295,7 @@ func (c *client) upload(ctx context.Context, key seal.Secret, f File) (Uploaded,
 	if body.err != nil {
 		// The caller's reader failed (size limit, client gone): that is the
 		// cause, whatever the transport made of the aborted request.
-		return Uploaded{}, fmt.Errorf("byok: %s upload: reading the file: %w", c.name, body.err)
+		return Uploaded{}, fmt.Errorf("byok: %s upload: reading the file: %w", c.d.name, body.err)
 	}
 	if err != nil {
 		return Uploaded{}, c.transportError("upload", parent, resp, err)
@@ -279,12 +303,12 @@ func (c *client) upload(ctx context.Context, key seal.Secret, f File) (Uploaded,
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return Uploaded{}, c.answerError("upload", resp, answer, key)
 	}
-	up, err := c.wire.decodeUpload(answer)
+	up, err := c.d.decodeUpload(answer)
 	if err != nil {
 		// The provider may hold a file we cannot name: say so loudly.
 		c.log.Warn("provider accepted an upload but its answer is unreadable",
 			zap.String("request_id", c.requestID(resp, "")), zap.Error(err))
-		return Uploaded{}, &ProviderError{Provider: c.name, Op: "upload", Status: resp.StatusCode,
+		return Uploaded{}, &ProviderError{Provider: c.d.name, Op: "upload", Status: resp.StatusCode,
 			RequestID: c.requestID(resp, ""), Err: err}
 	}
 	up.RequestID = c.requestID(resp, "")
@@ -310,24 +334,24 @@ func writeForm(mw *multipart.Writer, fields [][2]string, partHeader textproto.MI
 	return mw.Close()
 }
 
-// delete removes a provider file. A 404 is a *ProviderError like any
+// Delete removes a provider file. A 404 is a *ProviderError like any
 // refusal: the caller decides whether a file already gone counts as done.
-func (c *client) delete(ctx context.Context, key seal.Secret, id string) error {
+func (c *Client) Delete(ctx context.Context, key seal.Secret, id string) error {
 	if err := checkFileID(id); err != nil {
-		return fmt.Errorf("byok: %s delete: %w", c.name, err)
+		return fmt.Errorf("byok: %s delete: %w", c.d.name, err)
 	}
 	answer, resp, err := c.getJSON(ctx, "delete", http.MethodDelete, c.fileURL(id), nil, key, maxAnswerBytes)
 	if err != nil {
 		return err
 	}
-	if err := c.wire.checkDeleted(answer, id); err != nil {
+	if err := c.d.checkDeleted(answer, id); err != nil {
 		return c.unreadable("delete", resp, err)
 	}
 	c.log.Debug("provider file deleted", zap.String("file_id", id), zap.String("request_id", c.requestID(resp, "")))
 	return nil
 }
 
-func (c *client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if c.timeout > 0 {
 		return context.WithTimeout(ctx, c.timeout)
 	}
@@ -337,13 +361,13 @@ func (c *client) withTimeout(ctx context.Context) (context.Context, context.Canc
 // transportError classifies a request that got no (complete) answer. A
 // caller that cancelled gets its own context error back, so the HTTP layer
 // can tell a client that went away from a provider that failed.
-func (c *client) transportError(op string, parent context.Context, resp *http.Response, err error) error {
+func (c *Client) transportError(op string, parent context.Context, resp *http.Response, err error) error {
 	if perr := parent.Err(); perr != nil && !errors.Is(perr, context.DeadlineExceeded) {
-		return fmt.Errorf("byok: %s %s: %w", c.name, op, context.Cause(parent))
+		return fmt.Errorf("byok: %s %s: %w", c.d.name, op, context.Cause(parent))
 	}
 	var ne net.Error
 	timeout := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-	pe := &ProviderError{Provider: c.name, Op: op, Timeout: timeout, Err: err}
+	pe := &ProviderError{Provider: c.d.name, Op: op, Timeout: timeout, Err: err}
 	if resp != nil {
 		pe.Status, pe.RequestID = resp.StatusCode, c.requestID(resp, "")
 	}
@@ -353,9 +377,9 @@ func (c *client) transportError(op string, parent context.Context, resp *http.Re
 // answerError turns a non-2xx answer into a *ProviderError. The provider's
 // message may quote the request, so it is logged at debug level only, with
 // any occurrence of the key blanked, and never returned.
-func (c *client) answerError(op string, resp *http.Response, body []byte, key seal.Secret) error {
-	typ, msg, bodyID := c.wire.decodeError(body)
-	pe := &ProviderError{Provider: c.name, Op: op, Status: resp.StatusCode,
+func (c *Client) answerError(op string, resp *http.Response, body []byte, key seal.Secret) error {
+	typ, msg, bodyID := c.d.decodeError(body)
+	pe := &ProviderError{Provider: c.d.name, Op: op, Status: resp.StatusCode,
 		RequestID: c.requestID(resp, bodyID), Type: safeToken(typ, 64)}
 	if resp.StatusCode == http.StatusTooManyRequests {
 		pe.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -380,8 +404,8 @@ func (c *client) answerError(op string, resp *http.Response, body []byte, key se
 
 // requestID returns the provider's request id from the answer's header, or
 // fallback, made safe to show to clients.
-func (c *client) requestID(resp *http.Response, fallback string) string {
-	id := resp.Header.Get(c.wire.requestIDHeader)
+func (c *Client) requestID(resp *http.Response, fallback string) string {
+	id := resp.Header.Get(c.d.requestIDHeader)
 	if id == "" {
 		id = fallback
 	}

@@ -1,18 +1,15 @@
 package providers
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/keys/seal"
 	"go.uber.org/zap"
 )
 
@@ -20,66 +17,30 @@ import (
 // models.
 const OpenAIPurpose = "user_data"
 
-// OpenAI is OpenAI's Files API: POST {base}/files, multipart with the
+// openAIDialect is OpenAI's Files API: POST {base}/files, multipart with the
 // fields purpose and file; GET {base}/files?limit=&order=&after=; GET and
 // DELETE {base}/files/{id}; GET {base}/files/{id}/content. Authenticated
-// with "Authorization: Bearer"; request ids come in x-request-id. Safe for
-// concurrent use.
-type OpenAI struct {
-	c *client
+// with "Authorization: Bearer"; request ids come in x-request-id.
+var openAIDialect = dialect{
+	name:            ProviderOpenAI,
+	baseURL:         "https://api.openai.com/v1",
+	filesPath:       "/files",
+	fields:          [][2]string{{"purpose", OpenAIPurpose}},
+	keyHeader:       "Authorization",
+	keyPrefix:       "Bearer ",
+	requestIDHeader: "x-request-id",
+	decodeUpload:    decodeOpenAIFile,
+	decodeError:     decodeOpenAIError,
+	listQuery:       openAIListQuery,
+	decodeList:      decodeOpenAIList,
+	decodeInfo:      decodeOpenAIInfo,
+	checkDeleted:    checkOpenAIDeleted,
 }
 
-var _ Provider = (*OpenAI)(nil)
-
-// NewOpenAI returns an OpenAI provider. opts.BaseURL includes the /v1
-// prefix (https://api.openai.com/v1).
-func NewOpenAI(opts Options, log *zap.Logger) (*OpenAI, error) {
-	c, err := newClient(ProviderOpenAI, opts, wire{
-		filesPath: "/files",
-		fields:    [][2]string{{"purpose", OpenAIPurpose}},
-		authorize: func(h http.Header, key string) {
-			h.Set("Authorization", "Bearer "+key)
-		},
-		requestIDHeader: "x-request-id",
-		decodeUpload:    decodeOpenAIFile,
-		decodeError:     decodeOpenAIError,
-		listQuery:       openAIListQuery,
-		decodeList:      decodeOpenAIList,
-		decodeInfo:      decodeOpenAIInfo,
-		checkDeleted:    checkOpenAIDeleted,
-	}, log)
-	if err != nil {
-		return nil, err
-	}
-	return &OpenAI{c: c}, nil
-}
-
-// Name returns "openai".
-func (p *OpenAI) Name() string { return ProviderOpenAI }
-
-// Upload implements Provider.
-func (p *OpenAI) Upload(ctx context.Context, key seal.Secret, f File) (Uploaded, error) {
-	return p.c.upload(ctx, key, f)
-}
-
-// Delete implements Provider.
-func (p *OpenAI) Delete(ctx context.Context, key seal.Secret, id string) error {
-	return p.c.delete(ctx, key, id)
-}
-
-// List implements Provider.
-func (p *OpenAI) List(ctx context.Context, key seal.Secret, q files.ProviderListQuery) (files.ProviderPage, error) {
-	return p.c.list(ctx, key, q)
-}
-
-// Stat implements Provider.
-func (p *OpenAI) Stat(ctx context.Context, key seal.Secret, id string) (files.ProviderFileInfo, error) {
-	return p.c.stat(ctx, key, id)
-}
-
-// Content implements Provider.
-func (p *OpenAI) Content(ctx context.Context, key seal.Secret, id string) (files.ProviderContent, error) {
-	return p.c.content(ctx, key, id)
+// NewOpenAI returns a client of OpenAI's Files API. opts.BaseURL includes
+// the /v1 prefix (https://api.openai.com/v1).
+func NewOpenAI(opts Options, log *zap.Logger) (*Client, error) {
+	return newClient(&openAIDialect, opts, log)
 }
 
 // openAIFile is OpenAI's File object; other fields are ignored.

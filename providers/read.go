@@ -69,15 +69,15 @@ func checkListQuery(q files.ProviderListQuery) error {
 	return nil
 }
 
-func (c *client) fileURL(id string) string { return c.filesPath() + "/" + url.PathEscape(id) }
+func (c *Client) fileURL(id string) string { return c.filesPath() + "/" + url.PathEscape(id) }
 
-func (c *client) filesPath() string { return c.wire.filesPath }
+func (c *Client) filesPath() string { return c.d.filesPath }
 
 // send issues a request without a body, carrying the key and protocol
 // headers, and returns a 2xx answer whose body the caller closes before
 // calling done. Anything else is returned as an error: a *ProviderError
 // (refusal, redirect, no answer) or the caller's own context error.
-func (c *client) send(ctx context.Context, op, method, path string, query url.Values, key seal.Secret, accept string) (resp *http.Response, done context.CancelFunc, err error) {
+func (c *Client) send(ctx context.Context, op, method, path string, query url.Values, key seal.Secret, accept string) (resp *http.Response, done context.CancelFunc, err error) {
 	if err := checkKey(key); err != nil {
 		return nil, nil, err
 	}
@@ -90,10 +90,10 @@ func (c *client) send(ctx context.Context, op, method, path string, query url.Va
 	req, err := http.NewRequestWithContext(ctx, method, target, nil)
 	if err != nil {
 		cancel()
-		return nil, nil, fmt.Errorf("byok: %s %s: %w", c.name, op, err)
+		return nil, nil, fmt.Errorf("byok: %s %s: %w", c.d.name, op, err)
 	}
 	req.Header.Set("Accept", accept)
-	c.wire.authorize(req.Header, key.Reveal())
+	c.authorize(req.Header, key)
 	resp, err = c.http.Do(req)
 	if err != nil {
 		cancel()
@@ -111,7 +111,7 @@ func (c *client) send(ctx context.Context, op, method, path string, query url.Va
 }
 
 // getJSON sends a request and reads its JSON answer, at most max bytes.
-func (c *client) getJSON(ctx context.Context, op, method, path string, query url.Values, key seal.Secret, max int64) ([]byte, *http.Response, error) {
+func (c *Client) getJSON(ctx context.Context, op, method, path string, query url.Values, key seal.Secret, max int64) ([]byte, *http.Response, error) {
 	resp, done, err := c.send(ctx, op, method, path, query, key, "application/json")
 	if err != nil {
 		return nil, nil, err
@@ -129,26 +129,26 @@ func (c *client) getJSON(ctx context.Context, op, method, path string, query url
 }
 
 // unreadable is a 2xx answer that does not say what it should.
-func (c *client) unreadable(op string, resp *http.Response, err error) error {
-	pe := &ProviderError{Provider: c.name, Op: op, Status: resp.StatusCode, RequestID: c.requestID(resp, ""), Err: err}
+func (c *Client) unreadable(op string, resp *http.Response, err error) error {
+	pe := &ProviderError{Provider: c.d.name, Op: op, Status: resp.StatusCode, RequestID: c.requestID(resp, ""), Err: err}
 	c.log.Warn("provider answer unreadable", zap.String("op", op), zap.String("request_id", pe.RequestID), zap.Error(err))
 	return pe
 }
 
-// list fetches one page of the provider's files.
-func (c *client) list(ctx context.Context, key seal.Secret, q files.ProviderListQuery) (files.ProviderPage, error) {
+// List fetches one page of the provider's files (see Provider).
+func (c *Client) List(ctx context.Context, key seal.Secret, q files.ProviderListQuery) (files.ProviderPage, error) {
 	if err := checkListQuery(q); err != nil {
-		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.name, err)
+		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.d.name, err)
 	}
-	query, reversed, err := c.wire.listQuery(q)
+	query, reversed, err := c.d.listQuery(q)
 	if err != nil {
-		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.name, err)
+		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.d.name, err)
 	}
 	body, resp, err := c.getJSON(ctx, "list", http.MethodGet, c.filesPath(), query, key, maxPageBytes)
 	if err != nil {
 		return files.ProviderPage{}, err
 	}
-	page, err := c.wire.decodeList(body)
+	page, err := c.d.decodeList(body)
 	if err != nil {
 		return files.ProviderPage{}, c.unreadable("list", resp, err)
 	}
@@ -158,16 +158,16 @@ func (c *client) list(ctx context.Context, key seal.Secret, q files.ProviderList
 	return page, nil
 }
 
-// stat fetches the metadata of the provider's file id.
-func (c *client) stat(ctx context.Context, key seal.Secret, id string) (files.ProviderFileInfo, error) {
+// Stat fetches the metadata of the provider's file id (see Provider).
+func (c *Client) Stat(ctx context.Context, key seal.Secret, id string) (files.ProviderFileInfo, error) {
 	if err := checkFileID(id); err != nil {
-		return files.ProviderFileInfo{}, fmt.Errorf("byok: %s stat: %w", c.name, err)
+		return files.ProviderFileInfo{}, fmt.Errorf("byok: %s stat: %w", c.d.name, err)
 	}
 	body, resp, err := c.getJSON(ctx, "stat", http.MethodGet, c.fileURL(id), nil, key, maxAnswerBytes)
 	if err != nil {
 		return files.ProviderFileInfo{}, err
 	}
-	info, err := c.wire.decodeInfo(body)
+	info, err := c.d.decodeInfo(body)
 	if err == nil && info.ID != id {
 		err = errors.New("answer describes another file")
 	}
@@ -177,12 +177,13 @@ func (c *client) stat(ctx context.Context, key seal.Secret, id string) (files.Pr
 	return info, nil
 }
 
-// content opens the bytes of the provider's file id. The answer's body is
-// handed over as it arrives, never buffered; Options.Timeout keeps running
-// until it is closed, as it covers an upload's body.
-func (c *client) content(ctx context.Context, key seal.Secret, id string) (files.ProviderContent, error) {
+// Content opens the bytes of the provider's file id (see Provider). The
+// answer's body is handed over as it arrives, never buffered;
+// Options.Timeout keeps running until it is closed, as it covers an
+// upload's body.
+func (c *Client) Content(ctx context.Context, key seal.Secret, id string) (files.ProviderContent, error) {
 	if err := checkFileID(id); err != nil {
-		return files.ProviderContent{}, fmt.Errorf("byok: %s content: %w", c.name, err)
+		return files.ProviderContent{}, fmt.Errorf("byok: %s content: %w", c.d.name, err)
 	}
 	resp, done, err := c.send(ctx, "content", http.MethodGet, c.fileURL(id)+"/content", nil, key, "*/*")
 	if err != nil {
@@ -210,7 +211,7 @@ func (c *client) content(ctx context.Context, key seal.Secret, id string) (files
 // contentBody is a provider's answer body being streamed to the caller. Its
 // read errors are classified like any other failure of the provider.
 type contentBody struct {
-	c      *client
+	c      *Client
 	parent context.Context
 	resp   *http.Response
 	done   context.CancelFunc
