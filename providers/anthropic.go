@@ -74,19 +74,20 @@ func (f anthropicFile) info() (files.ProviderFileInfo, error) {
 }
 
 // anthropicListQuery maps a page request to limit, after_id and before_id.
-// Anthropic lists newest first only: oldest first cannot be asked for.
-func anthropicListQuery(q files.ProviderListQuery) (url.Values, bool, error) {
+// Anthropic lists newest first only: oldest first cannot be asked for. The
+// query is written as url.Values.Encode would, without building one.
+func anthropicListQuery(q files.ProviderListQuery) (string, bool, error) {
 	if q.Ascending {
-		return nil, false, fmt.Errorf("%w: anthropic lists newest first only", ErrUnsupportedQuery)
+		return "", false, fmt.Errorf("%w: anthropic lists newest first only", ErrUnsupportedQuery)
 	}
-	v := url.Values{"limit": {strconv.Itoa(listLimit(q))}}
-	if q.AfterID != "" {
-		v.Set("after_id", q.AfterID)
-	}
+	query := "limit=" + strconv.Itoa(listLimit(q))
 	if q.BeforeID != "" {
-		v.Set("before_id", q.BeforeID)
+		query = "before_id=" + url.QueryEscape(q.BeforeID) + "&" + query
 	}
-	return v, false, nil
+	if q.AfterID != "" {
+		query = "after_id=" + url.QueryEscape(q.AfterID) + "&" + query
+	}
+	return query, false, nil
 }
 
 // decodeAnthropicList reads {"data":[FileMetadata…],"has_more","first_id","last_id"}.

@@ -59,7 +59,7 @@ type dialect struct {
 	// listQuery turns a page request into the provider's query parameters;
 	// reversed says the provider is asked in the opposite order, so the
 	// page must be reversed (how OpenAI pages backwards).
-	listQuery func(q files.ProviderListQuery) (query url.Values, reversed bool, err error)
+	listQuery func(q files.ProviderListQuery) (query string, reversed bool, err error)
 	// decodeList reads a page of the file list; decodeInfo one file's
 	// metadata.
 	decodeList func(body []byte) (files.ProviderPage, error)
@@ -75,11 +75,30 @@ type dialect struct {
 // concurrent use.
 type Client struct {
 	d       *dialect
-	base    string // without a trailing slash
 	timeout time.Duration
 	http    *http.Client
 	log     *zap.Logger
+
+	// Built once, so that a call builds only what is its own (the key's
+	// header, a file's path, a page's query): the files endpoint, parsed
+	// (a call's URL is a copy of it), and the protocol headers.
+	filesURL  url.URL
+	keyHeader string // d.keyHeader, canonical
+	headers   []header
 }
+
+// header is a header every request carries, its value shared by all of
+// them: the transport only reads a request's headers.
+type header struct {
+	name  string   // canonical
+	value []string // one value; its capacity is its length, so an append copies
+}
+
+// Accept headers, shared by every request.
+var (
+	acceptJSON = []string{"application/json"}
+	acceptAny  = []string{"*/*"}
+)
 
 var _ Provider = (*Client)(nil)
 
@@ -97,6 +116,14 @@ func newClient(d *dialect, opts Options, log *zap.Logger) (*Client, error) {
 	base, err := checkBaseURL(opts.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("byok: %s base_url: %w (the provider's own is %s)", d.name, err, d.baseURL)
+	}
+	filesURL, err := url.Parse(base + d.filesPath)
+	if err != nil {
+		return nil, fmt.Errorf("byok: %s base_url: %w", d.name, err)
+	}
+	headers := make([]header, len(d.versionHeaders))
+	for i, kv := range d.versionHeaders {
+		headers[i] = header{http.CanonicalHeaderKey(kv[0]), []string{kv[1]}}
 	}
 	orDefault := func(d, def time.Duration) time.Duration {
 		if d > 0 {
@@ -122,9 +149,11 @@ func newClient(d *dialect, opts Options, log *zap.Logger) (*Client, error) {
 		WriteBufferSize:     64 << 10,
 	}
 	return &Client{
-		d:       d,
-		base:    base,
-		timeout: opts.Timeout,
+		d:         d,
+		filesURL:  *filesURL,
+		keyHeader: http.CanonicalHeaderKey(d.keyHeader),
+		headers:   headers,
+		timeout:   opts.Timeout,
 		http: &http.Client{
 			Transport: tr,
 			// Never follow a redirect: the request carries the key, and a
@@ -134,6 +163,38 @@ func newClient(d *dialect, opts Options, log *zap.Logger) (*Client, error) {
 		},
 		log: log.With(zap.String("provider", d.name)),
 	}, nil
+}
+
+// target is the files endpoint followed by path ("" or "/…", made of
+// characters a path needs no escaping for) and query.
+func (c *Client) target(path, query string) *url.URL {
+	u := c.filesURL
+	if path != "" {
+		u.Path += path
+		if u.RawPath != "" {
+			u.RawPath += path
+		}
+	}
+	u.RawQuery = query
+	return &u
+}
+
+// request is a request to u carrying the key and the protocol headers; u
+// comes from Client.url, so no URL is parsed.
+func (c *Client) request(ctx context.Context, method string, u *url.URL, key seal.Secret, accept []string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "", body)
+	if err != nil {
+		return nil, err
+	}
+	req.URL, req.Host = u, u.Host
+	h := make(http.Header, len(c.headers)+3)
+	h[c.keyHeader] = []string{c.d.keyPrefix + key.Reveal()}
+	h["Accept"] = accept
+	for _, f := range c.headers {
+		h[f.name] = f.value
+	}
+	req.Header = h
+	return req, nil
 }
 
 // checkBaseURL accepts https URLs, and http ones on loopback hosts only.
@@ -184,14 +245,6 @@ func checkKey(key seal.Secret) error {
 // CheckKey reports ErrInvalidKey when key is empty or could not be sent in
 // an HTTP header; `gateway byok set` calls it before sealing a key.
 func CheckKey(key seal.Secret) error { return checkKey(key) }
-
-// authorize sets the key and protocol headers of a request to the provider.
-func (c *Client) authorize(h http.Header, key seal.Secret) {
-	h.Set(c.d.keyHeader, c.d.keyPrefix+key.Reveal())
-	for _, kv := range c.d.versionHeaders {
-		h.Set(kv[0], kv[1])
-	}
-}
 
 // filePartHeader builds the multipart header of the file part.
 func filePartHeader(f File) (textproto.MIMEHeader, error) {
@@ -274,15 +327,13 @@ func (c *Client) Upload(ctx context.Context, key seal.Secret, f File) (Uploaded,
 		<-done
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+c.d.filesPath, pr)
+	req, err := c.request(ctx, http.MethodPost, c.target("", ""), key, acceptJSON, pr)
 	if err != nil {
 		finish()
 		return Uploaded{}, fmt.Errorf("byok: %s upload: %w", c.d.name, err)
 	}
 	req.ContentLength = -1 // unknown: chunked
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Accept", "application/json")
-	c.authorize(req.Header, key)
+	req.Header["Content-Type"] = []string{mw.FormDataContentType()}
 
 	start := time.Now()
 	resp, err := c.http.Do(req)
@@ -340,7 +391,7 @@ func (c *Client) Delete(ctx context.Context, key seal.Secret, id string) error {
 	if err := checkFileID(id); err != nil {
 		return fmt.Errorf("byok: %s delete: %w", c.d.name, err)
 	}
-	answer, resp, err := c.getJSON(ctx, "delete", http.MethodDelete, c.fileURL(id), nil, key, maxAnswerBytes)
+	answer, resp, err := c.getJSON(ctx, "delete", http.MethodDelete, filePath(id), "", key, maxAnswerBytes)
 	if err != nil {
 		return err
 	}
@@ -351,11 +402,14 @@ func (c *Client) Delete(ctx context.Context, key seal.Secret, id string) error {
 	return nil
 }
 
+// withTimeout bounds a call by Options.Timeout. Without one, the call runs
+// in ctx itself: nothing of it outlives the answer's body, which is always
+// closed, so there is nothing to cancel.
 func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if c.timeout > 0 {
 		return context.WithTimeout(ctx, c.timeout)
 	}
-	return context.WithCancel(ctx)
+	return ctx, func() {}
 }
 
 // transportError classifies a request that got no (complete) answer. A

@@ -77,22 +77,22 @@ func (f openAIFile) info() (files.ProviderFileInfo, error) {
 
 // openAIListQuery asks for limit files after AfterID in the order asked.
 // OpenAI has no before: the files before BeforeID are those after it in
-// the opposite order, nearest first, so the page comes back reversed.
-func openAIListQuery(q files.ProviderListQuery) (url.Values, bool, error) {
-	v := url.Values{"limit": {strconv.Itoa(listLimit(q))}}
-	ascending, reversed := q.Ascending, false
-	switch {
-	case q.AfterID != "":
-		v.Set("after", q.AfterID)
-	case q.BeforeID != "":
-		v.Set("after", q.BeforeID)
-		ascending, reversed = !ascending, true
+// the opposite order, nearest first, so the page comes back reversed. The
+// query is written as url.Values.Encode would, without building one.
+func openAIListQuery(q files.ProviderListQuery) (string, bool, error) {
+	after, ascending, reversed := q.AfterID, q.Ascending, false
+	if after == "" && q.BeforeID != "" {
+		after, ascending, reversed = q.BeforeID, !ascending, true
 	}
-	v.Set("order", "desc")
+	order := "desc"
 	if ascending {
-		v.Set("order", "asc")
+		order = "asc"
 	}
-	return v, reversed, nil
+	query := "limit=" + strconv.Itoa(listLimit(q)) + "&order=" + order
+	if after != "" {
+		query = "after=" + url.QueryEscape(after) + "&" + query
+	}
+	return query, reversed, nil
 }
 
 // decodeOpenAIList reads {"object":"list","data":[File…],"has_more",…}.

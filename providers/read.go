@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -69,31 +68,25 @@ func checkListQuery(q files.ProviderListQuery) error {
 	return nil
 }
 
-func (c *Client) fileURL(id string) string { return c.filesPath() + "/" + url.PathEscape(id) }
-
-func (c *Client) filesPath() string { return c.d.filesPath }
+// filePath is the path of file id below the files endpoint; checkFileID
+// has made sure id needs no escaping.
+func filePath(id string) string { return "/" + id }
 
 // send issues a request without a body, carrying the key and protocol
 // headers, and returns a 2xx answer whose body the caller closes before
 // calling done. Anything else is returned as an error: a *ProviderError
 // (refusal, redirect, no answer) or the caller's own context error.
-func (c *Client) send(ctx context.Context, op, method, path string, query url.Values, key seal.Secret, accept string) (resp *http.Response, done context.CancelFunc, err error) {
+func (c *Client) send(ctx context.Context, op, method, path, query string, key seal.Secret, accept []string) (resp *http.Response, done context.CancelFunc, err error) {
 	if err := checkKey(key); err != nil {
 		return nil, nil, err
 	}
 	parent := ctx
 	ctx, cancel := c.withTimeout(ctx)
-	target := c.base + path
-	if len(query) > 0 {
-		target += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, nil)
+	req, err := c.request(ctx, method, c.target(path, query), key, accept, nil)
 	if err != nil {
 		cancel()
 		return nil, nil, fmt.Errorf("byok: %s %s: %w", c.d.name, op, err)
 	}
-	req.Header.Set("Accept", accept)
-	c.authorize(req.Header, key)
 	resp, err = c.http.Do(req)
 	if err != nil {
 		cancel()
@@ -111,8 +104,8 @@ func (c *Client) send(ctx context.Context, op, method, path string, query url.Va
 }
 
 // getJSON sends a request and reads its JSON answer, at most max bytes.
-func (c *Client) getJSON(ctx context.Context, op, method, path string, query url.Values, key seal.Secret, max int64) ([]byte, *http.Response, error) {
-	resp, done, err := c.send(ctx, op, method, path, query, key, "application/json")
+func (c *Client) getJSON(ctx context.Context, op, method, path, query string, key seal.Secret, max int64) ([]byte, *http.Response, error) {
+	resp, done, err := c.send(ctx, op, method, path, query, key, acceptJSON)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -144,7 +137,7 @@ func (c *Client) List(ctx context.Context, key seal.Secret, q files.ProviderList
 	if err != nil {
 		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.d.name, err)
 	}
-	body, resp, err := c.getJSON(ctx, "list", http.MethodGet, c.filesPath(), query, key, maxPageBytes)
+	body, resp, err := c.getJSON(ctx, "list", http.MethodGet, "", query, key, maxPageBytes)
 	if err != nil {
 		return files.ProviderPage{}, err
 	}
@@ -163,7 +156,7 @@ func (c *Client) Stat(ctx context.Context, key seal.Secret, id string) (files.Pr
 	if err := checkFileID(id); err != nil {
 		return files.ProviderFileInfo{}, fmt.Errorf("byok: %s stat: %w", c.d.name, err)
 	}
-	body, resp, err := c.getJSON(ctx, "stat", http.MethodGet, c.fileURL(id), nil, key, maxAnswerBytes)
+	body, resp, err := c.getJSON(ctx, "stat", http.MethodGet, filePath(id), "", key, maxAnswerBytes)
 	if err != nil {
 		return files.ProviderFileInfo{}, err
 	}
@@ -185,7 +178,7 @@ func (c *Client) Content(ctx context.Context, key seal.Secret, id string) (files
 	if err := checkFileID(id); err != nil {
 		return files.ProviderContent{}, fmt.Errorf("byok: %s content: %w", c.d.name, err)
 	}
-	resp, done, err := c.send(ctx, "content", http.MethodGet, c.fileURL(id)+"/content", nil, key, "*/*")
+	resp, done, err := c.send(ctx, "content", http.MethodGet, filePath(id)+"/content", "", key, acceptAny)
 	if err != nil {
 		return files.ProviderContent{}, err
 	}
