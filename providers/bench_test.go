@@ -1,15 +1,20 @@
 package providers_test
 
 import (
-	"bytes"
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/keys/seal"
@@ -22,17 +27,20 @@ import (
 // list call, one caller at a time, for a page of 100 files (the edge's
 // default limit). For each provider:
 //
-//   - standin: List against the provider's stand-in, which speaks the wire
-//     protocol and builds every answer afresh (its own cost is in the
-//     figure: the stand-in runs in this process);
-//   - replay: List against a bare handler that replays the stand-in's
-//     answer, bytes and headers, so little besides the client is measured;
-//   - replay-bare: the same request sent with a bare http.Client and its
-//     answer read and dropped: the HTTP round trip alone.
+//   - standin: List against the provider's stand-in, in this process: it
+//     speaks the wire protocol and builds every answer afresh, and its cost
+//     is in the figures;
+//   - replay: List against a server in a process of its own replaying the
+//     stand-in's answer, bytes and headers: this process is the gateway's
+//     side alone, and cpu-ns/op is the CPU it spent per call (goroutines,
+//     garbage collector and system calls included), the figure of the
+//     field report;
+//   - replay-bare: the same request sent to the same server with a bare
+//     http.Client, its answer read and dropped: the floor of the HTTP
+//     round trip.
 //
-// replay minus replay-bare is what the gateway adds to a passthrough call.
-// Compare ns/op and allocs/op; run with -count to interleave rounds, and
-// with -cpuprofile to see where the time goes.
+// Compare cpu-ns/op, ns/op and allocs/op; run with -count to interleave
+// rounds, and with -cpuprofile to see where the time goes.
 func BenchmarkList(b *testing.B) {
 	const nFiles = 100
 	for _, pc := range cases {
@@ -43,7 +51,7 @@ func BenchmarkList(b *testing.B) {
 		}
 		key := seal.NewSecret(stand.Key)
 		q := files.ProviderListQuery{Limit: nFiles}
-		replay := replayServer(b, stand.BaseURL, listRequest(b, pc.name, stand.BaseURL, stand.Key, nFiles))
+		replayURL := replayProcess(b, stand.BaseURL, listRequest(b, pc.name, stand.BaseURL, stand.Key, nFiles))
 
 		list := func(baseURL string) func(b *testing.B) {
 			return func(b *testing.B) {
@@ -52,6 +60,7 @@ func BenchmarkList(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportAllocs()
+				cpu := startCPU()
 				for b.Loop() {
 					page, err := p.List(b.Context(), key, q)
 					if err != nil {
@@ -61,15 +70,17 @@ func BenchmarkList(b *testing.B) {
 						b.Fatalf("listed %d files, want %d", len(page.Files), nFiles)
 					}
 				}
+				cpu.report(b)
 			}
 		}
 		b.Run(pc.name+"/standin", list(stand.BaseURL))
-		b.Run(pc.name+"/replay", list(replay.BaseURL))
+		b.Run(pc.name+"/replay", list(replayURL))
 		b.Run(pc.name+"/replay-bare", func(b *testing.B) {
-			req := listRequest(b, pc.name, replay.BaseURL, stand.Key, nFiles)
+			req := listRequest(b, pc.name, replayURL, stand.Key, nFiles)
 			c := &http.Client{Transport: &http.Transport{}}
 			defer c.CloseIdleConnections()
 			b.ReportAllocs()
+			cpu := startCPU()
 			for b.Loop() {
 				resp, err := c.Do(req.Clone(b.Context()))
 				if err != nil {
@@ -81,7 +92,27 @@ func BenchmarkList(b *testing.B) {
 					b.Fatalf("replay answered %d", resp.StatusCode)
 				}
 			}
+			cpu.report(b)
 		})
+	}
+}
+
+// cpuClock measures the CPU this process spends from startCPU on.
+type cpuClock struct {
+	start time.Duration
+	ok    bool
+}
+
+func startCPU() cpuClock {
+	t, ok := processCPU()
+	return cpuClock{t, ok}
+}
+
+// report adds cpu-ns/op to the benchmark's results, where the system tells
+// a process's CPU time.
+func (c cpuClock) report(b *testing.B) {
+	if t, ok := processCPU(); ok && c.ok && b.N > 0 {
+		b.ReportMetric(float64(t-c.start)/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -114,16 +145,23 @@ func listRequest(b *testing.B, provider, baseURL, key string, limit int) *http.R
 	return req
 }
 
-// replay is a server answering every request with one recorded answer.
-type replay struct{ BaseURL string }
+// replayEnv names the file of the answer TestReplayProcess serves.
+const replayEnv = "PROVIDERS_BENCH_REPLAY"
 
-// replayServer sends req to the stand-in at baseURL once and starts a
-// server that answers anything with the same status, headers and body,
-// closed when the benchmark ends. Its BaseURL has the path of baseURL (/v1
-// or none).
-func replayServer(b *testing.B, baseURL string, req *http.Request) replay {
+// recordedAnswer is an answer to replay.
+type recordedAnswer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// replayProcess sends req to the stand-in at baseURL once and starts this
+// test binary again, running TestReplayProcess, to answer any request
+// with the same status, headers and body until the benchmark ends. It
+// returns the replay's base URL, with the path of baseURL (/v1 or none).
+func replayProcess(b *testing.B, baseURL string, req *http.Request) string {
 	b.Helper()
-	u, err := url.Parse(baseURL)
+	base, err := url.Parse(baseURL)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -139,13 +177,72 @@ func replayServer(b *testing.B, baseURL string, req *http.Request) replay {
 	header := resp.Header.Clone()
 	header.Del("Transfer-Encoding")
 	header.Set("Content-Length", strconv.Itoa(len(body)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for k, v := range header {
+	recorded, err := json.Marshal(recordedAnswer{resp.StatusCode, header, body})
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "answer.json")
+	if err := os.WriteFile(path, recorded, 0o600); err != nil {
+		b.Fatal(err)
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReplayProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), replayEnv+"="+path)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	// Closing its stdin ends the replay.
+	b.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("replay process: %v", err)
+	}
+	return strings.TrimSpace(line) + base.Path
+}
+
+// TestReplayProcess is the replay server of BenchmarkList, run by it in a
+// process of its own: it prints its URL, then answers every request with
+// the answer in the file named by $PROVIDERS_BENCH_REPLAY until its stdin
+// ends.
+func TestReplayProcess(t *testing.T) {
+	path := os.Getenv(replayEnv)
+	if path == "" {
+		t.Skip("run by BenchmarkList")
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer recordedAnswer
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		for k, v := range answer.Header {
 			w.Header()[k] = v
 		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, bytes.NewReader(body))
-	}))
-	b.Cleanup(srv.Close)
-	return replay{BaseURL: srv.URL + u.Path}
+		w.WriteHeader(answer.Status)
+		_, _ = w.Write(answer.Body)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Printf("http://%s\n", ln.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	_ = srv.Close()
 }
