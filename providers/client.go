@@ -391,12 +391,10 @@ func (c *Client) Delete(ctx context.Context, key seal.Secret, id string) error {
 	if err := checkFileID(id); err != nil {
 		return fmt.Errorf("byok: %s delete: %w", c.d.name, err)
 	}
-	answer, resp, err := c.getJSON(ctx, "delete", http.MethodDelete, filePath(id), "", key, maxAnswerBytes)
+	resp, err := c.getJSON(ctx, "delete", http.MethodDelete, filePath(id), "", key, maxAnswerBytes,
+		func(body []byte) error { return c.d.checkDeleted(body, id) })
 	if err != nil {
 		return err
-	}
-	if err := c.d.checkDeleted(answer, id); err != nil {
-		return c.unreadable("delete", resp, err)
 	}
 	c.log.Debug("provider file deleted", zap.String("file_id", id), zap.String("request_id", c.requestID(resp, "")))
 	return nil

@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -103,22 +104,50 @@ func (c *Client) send(ctx context.Context, op, method, path, query string, key s
 	return resp, cancel, nil
 }
 
-// getJSON sends a request and reads its JSON answer, at most max bytes.
-func (c *Client) getJSON(ctx context.Context, op, method, path, query string, key seal.Secret, max int64) ([]byte, *http.Response, error) {
+// getJSON sends a request and hands its JSON answer, at most max bytes, to
+// decode, whose error makes the answer unreadable; it returns the answer,
+// its body closed. The bytes are lent for the call only: the buffer they
+// are in serves the next answer.
+func (c *Client) getJSON(ctx context.Context, op, method, path, query string, key seal.Secret, max int64, decode func(body []byte) error) (*http.Response, error) {
 	resp, done, err := c.send(ctx, op, method, path, query, key, acceptJSON)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer done()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	buf := answerBuffers.Get().(*bytes.Buffer)
+	defer putAnswerBuffer(buf)
+	if n := resp.ContentLength; n > 0 && n <= max {
+		// Room for the answer and for the read that finds its end.
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, max+1))
 	resp.Body.Close()
-	if err != nil {
-		return nil, nil, c.transportError(op, ctx, resp, err)
+	switch {
+	case err != nil:
+		return nil, c.transportError(op, ctx, resp, err)
+	case int64(buf.Len()) > max:
+		return nil, c.unreadable(op, resp, fmt.Errorf("answer larger than %d bytes", max))
 	}
-	if int64(len(body)) > max {
-		return nil, nil, c.unreadable(op, resp, fmt.Errorf("answer larger than %d bytes", max))
+	if err := decode(buf.Bytes()); err != nil {
+		return nil, c.unreadable(op, resp, err)
 	}
-	return body, resp, nil
+	return resp, nil
+}
+
+// answerBuffers hold JSON answers while they are decoded; the decoders
+// copy what they keep.
+var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledAnswer is the largest buffer kept for another answer: a page of
+// a few hundred records. A larger one, read for a rare page of a thousand,
+// is left to the garbage collector rather than held by the pool.
+const maxPooledAnswer = 256 << 10
+
+func putAnswerBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledAnswer {
+		buf.Reset()
+		answerBuffers.Put(buf)
+	}
 }
 
 // unreadable is a 2xx answer that does not say what it should.
@@ -137,13 +166,13 @@ func (c *Client) List(ctx context.Context, key seal.Secret, q files.ProviderList
 	if err != nil {
 		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.d.name, err)
 	}
-	body, resp, err := c.getJSON(ctx, "list", http.MethodGet, "", query, key, maxPageBytes)
+	var page files.ProviderPage
+	_, err = c.getJSON(ctx, "list", http.MethodGet, "", query, key, maxPageBytes, func(body []byte) (err error) {
+		page, err = c.d.decodeList(body)
+		return err
+	})
 	if err != nil {
 		return files.ProviderPage{}, err
-	}
-	page, err := c.d.decodeList(body)
-	if err != nil {
-		return files.ProviderPage{}, c.unreadable("list", resp, err)
 	}
 	if reversed {
 		slices.Reverse(page.Files)
@@ -156,16 +185,15 @@ func (c *Client) Stat(ctx context.Context, key seal.Secret, id string) (files.Pr
 	if err := checkFileID(id); err != nil {
 		return files.ProviderFileInfo{}, fmt.Errorf("byok: %s stat: %w", c.d.name, err)
 	}
-	body, resp, err := c.getJSON(ctx, "stat", http.MethodGet, filePath(id), "", key, maxAnswerBytes)
+	var info files.ProviderFileInfo
+	_, err := c.getJSON(ctx, "stat", http.MethodGet, filePath(id), "", key, maxAnswerBytes, func(body []byte) (err error) {
+		if info, err = c.d.decodeInfo(body); err == nil && info.ID != id {
+			err = errors.New("answer describes another file")
+		}
+		return err
+	})
 	if err != nil {
 		return files.ProviderFileInfo{}, err
-	}
-	info, err := c.d.decodeInfo(body)
-	if err == nil && info.ID != id {
-		err = errors.New("answer describes another file")
-	}
-	if err != nil {
-		return files.ProviderFileInfo{}, c.unreadable("stat", resp, err)
 	}
 	return info, nil
 }
@@ -249,20 +277,21 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 
 // providerFile is a provider's file object as its list and metadata answers
 // carry it.
-type providerFile interface {
+type providerFile[F any] interface {
+	*F
 	info() (files.ProviderFileInfo, error)
 }
 
 // pageOf turns a decoded list answer into a page, refusing it whole when
 // one entry cannot be read.
-func pageOf[F providerFile](data []F, hasMore bool) (files.ProviderPage, error) {
-	page := files.ProviderPage{Files: make([]files.ProviderFileInfo, 0, len(data)), HasMore: hasMore}
-	for i, f := range data {
-		info, err := f.info()
+func pageOf[F any, P providerFile[F]](data []F, hasMore bool) (files.ProviderPage, error) {
+	page := files.ProviderPage{Files: make([]files.ProviderFileInfo, len(data)), HasMore: hasMore}
+	for i := range data {
+		info, err := P(&data[i]).info()
 		if err != nil {
 			return files.ProviderPage{}, fmt.Errorf("file list entry %d: %w", i, err)
 		}
-		page.Files = append(page.Files, info)
+		page.Files[i] = info
 	}
 	return page, nil
 }
