@@ -180,7 +180,7 @@ func (c *Client) target(path, query string) *url.URL {
 }
 
 // request is a request to u carrying the key and the protocol headers; u
-// comes from Client.url, so no URL is parsed.
+// comes from Client.target, so no URL is parsed.
 func (c *Client) request(ctx context.Context, method string, u *url.URL, key seal.Secret, accept []string, body io.Reader) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "", body)
 	if err != nil {
