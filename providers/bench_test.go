@@ -2,6 +2,7 @@ package providers_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,8 +25,8 @@ import (
 )
 
 // BenchmarkList is the passthrough of GET /files?provider=...: one upstream
-// list call, one caller at a time, for a page of 100 files (the edge's
-// default limit). For each provider:
+// list call for a page of 100 files (the edge's default limit). For each
+// provider:
 //
 //   - standin: List against the provider's stand-in, in this process: it
 //     speaks the wire protocol and builds every answer afresh, and its cost
@@ -37,7 +38,10 @@ import (
 //     field report;
 //   - replay-bare: the same request sent to the same server with a bare
 //     http.Client, its answer read and dropped: the floor of the HTTP
-//     round trip.
+//     round trip;
+//   - replay-parallel, replay-bare-parallel: the same from 64 callers at
+//     once, as on a busy replica, where the scheduler's cost of one call
+//     waiting for its answer is shared.
 //
 // Compare cpu-ns/op, ns/op and allocs/op; run with -count to interleave
 // rounds, and with -cpuprofile to see where the time goes.
@@ -53,48 +57,71 @@ func BenchmarkList(b *testing.B) {
 		q := files.ProviderListQuery{Limit: nFiles}
 		replayURL := replayProcess(b, stand.BaseURL, listRequest(b, pc.name, stand.BaseURL, stand.Key, nFiles))
 
-		list := func(baseURL string) func(b *testing.B) {
+		list := func(baseURL string, parallel bool) func(b *testing.B) {
 			return func(b *testing.B) {
 				p, err := pc.provider(providers.Options{BaseURL: baseURL}, zap.NewNop())
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.ReportAllocs()
-				cpu := startCPU()
-				for b.Loop() {
-					page, err := p.List(b.Context(), key, q)
-					if err != nil {
-						b.Fatal(err)
+				measure(b, parallel, func(ctx context.Context) error {
+					page, err := p.List(ctx, key, q)
+					if err == nil && len(page.Files) != nFiles {
+						err = fmt.Errorf("listed %d files, want %d", len(page.Files), nFiles)
 					}
-					if len(page.Files) != nFiles {
-						b.Fatalf("listed %d files, want %d", len(page.Files), nFiles)
-					}
-				}
-				cpu.report(b)
+					return err
+				})
 			}
 		}
-		b.Run(pc.name+"/standin", list(stand.BaseURL))
-		b.Run(pc.name+"/replay", list(replayURL))
-		b.Run(pc.name+"/replay-bare", func(b *testing.B) {
-			req := listRequest(b, pc.name, replayURL, stand.Key, nFiles)
-			c := &http.Client{Transport: &http.Transport{}}
-			defer c.CloseIdleConnections()
-			b.ReportAllocs()
-			cpu := startCPU()
-			for b.Loop() {
-				resp, err := c.Do(req.Clone(b.Context()))
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					b.Fatalf("replay answered %d", resp.StatusCode)
+		bare := func(parallel bool) func(b *testing.B) {
+			return func(b *testing.B) {
+				req := listRequest(b, pc.name, replayURL, stand.Key, nFiles)
+				c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
+				defer c.CloseIdleConnections()
+				measure(b, parallel, func(ctx context.Context) error {
+					resp, err := c.Do(req.Clone(ctx))
+					if err != nil {
+						return err
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						return fmt.Errorf("replay answered %d", resp.StatusCode)
+					}
+					return nil
+				})
+			}
+		}
+		b.Run(pc.name+"/standin", list(stand.BaseURL, false))
+		b.Run(pc.name+"/replay", list(replayURL, false))
+		b.Run(pc.name+"/replay-bare", bare(false))
+		b.Run(pc.name+"/replay-parallel", list(replayURL, true))
+		b.Run(pc.name+"/replay-bare-parallel", bare(true))
+	}
+}
+
+// measure runs call b.N times, from one caller or from 64 at once, and
+// reports allocations and the CPU spent per call.
+func measure(b *testing.B, parallel bool, call func(context.Context) error) {
+	b.ReportAllocs()
+	cpu := startCPU()
+	if parallel {
+		b.SetParallelism(32)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := call(context.Background()); err != nil {
+					b.Error(err)
+					return
 				}
 			}
-			cpu.report(b)
 		})
+	} else {
+		for b.Loop() {
+			if err := call(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
+	cpu.report(b)
 }
 
 // cpuClock measures the CPU this process spends from startCPU on.
