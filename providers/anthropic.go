@@ -1,17 +1,14 @@
 package providers
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/keys/seal"
 	"go.uber.org/zap"
 )
 
@@ -21,143 +18,194 @@ const (
 	AnthropicFilesBeta = "files-api-2025-04-14"
 )
 
-// Anthropic is Anthropic's Files API (a beta): POST {base}/v1/files,
+// anthropicDialect is Anthropic's Files API (a beta): POST {base}/v1/files,
 // multipart with one part file; GET {base}/v1/files?limit=&after_id=&before_id=
 // (newest first, the only order it offers); GET and DELETE
 // {base}/v1/files/{id}; GET {base}/v1/files/{id}/content. Authenticated with
 // x-api-key plus the anthropic-version and anthropic-beta headers; request
-// ids come in request-id. Safe for concurrent use.
-type Anthropic struct {
-	c *client
+// ids come in request-id.
+var anthropicDialect = dialect{
+	name:      ProviderAnthropic,
+	baseURL:   "https://api.anthropic.com",
+	filesPath: "/v1/files",
+	keyHeader: "x-api-key",
+	versionHeaders: [][2]string{
+		{"anthropic-version", AnthropicVersion},
+		{"anthropic-beta", AnthropicFilesBeta},
+	},
+	requestIDHeader: "request-id",
+	decodeUpload:    decodeAnthropicFile,
+	decodeError:     decodeAnthropicError,
+	listQuery:       anthropicListQuery,
+	decodeList:      decodeAnthropicList,
+	decodeInfo:      decodeAnthropicInfo,
+	checkDeleted:    checkAnthropicDeleted,
 }
 
-var _ Provider = (*Anthropic)(nil)
-
-// NewAnthropic returns an Anthropic provider. opts.BaseURL is the host
-// without /v1 (https://api.anthropic.com).
-func NewAnthropic(opts Options, log *zap.Logger) (*Anthropic, error) {
-	c, err := newClient(ProviderAnthropic, opts, wire{
-		filesPath: "/v1/files",
-		authorize: func(h http.Header, key string) {
-			h.Set("x-api-key", key)
-			h.Set("anthropic-version", AnthropicVersion)
-			h.Set("anthropic-beta", AnthropicFilesBeta)
-		},
-		requestIDHeader: "request-id",
-		decodeUpload:    decodeAnthropicFile,
-		decodeError:     decodeAnthropicError,
-		listQuery:       anthropicListQuery,
-		decodeList:      decodeAnthropicList,
-		decodeInfo:      decodeAnthropicInfo,
-		checkDeleted:    checkAnthropicDeleted,
-	}, log)
-	if err != nil {
-		return nil, err
-	}
-	return &Anthropic{c: c}, nil
+// NewAnthropic returns a client of Anthropic's Files API. opts.BaseURL is
+// the host without /v1 (https://api.anthropic.com).
+func NewAnthropic(opts Options, log *zap.Logger) (*Client, error) {
+	return newClient(&anthropicDialect, opts, log)
 }
 
-// Name returns "anthropic".
-func (p *Anthropic) Name() string { return ProviderAnthropic }
-
-// Upload implements Provider.
-func (p *Anthropic) Upload(ctx context.Context, key seal.Secret, f File) (Uploaded, error) {
-	return p.c.upload(ctx, key, f)
-}
-
-// Delete implements Provider.
-func (p *Anthropic) Delete(ctx context.Context, key seal.Secret, id string) error {
-	return p.c.delete(ctx, key, id)
-}
-
-// List implements Provider.
-func (p *Anthropic) List(ctx context.Context, key seal.Secret, q files.ProviderListQuery) (files.ProviderPage, error) {
-	return p.c.list(ctx, key, q)
-}
-
-// Stat implements Provider.
-func (p *Anthropic) Stat(ctx context.Context, key seal.Secret, id string) (files.ProviderFileInfo, error) {
-	return p.c.stat(ctx, key, id)
-}
-
-// Content implements Provider.
-func (p *Anthropic) Content(ctx context.Context, key seal.Secret, id string) (files.ProviderContent, error) {
-	return p.c.content(ctx, key, id)
-}
-
-// anthropicFile is Anthropic's file metadata; other fields are ignored.
+// anthropicFile is Anthropic's file metadata; other members are ignored.
 type anthropicFile struct {
-	ID           string    `json:"id"`
-	Type         string    `json:"type"`
-	SizeBytes    *int64    `json:"size_bytes"`
-	CreatedAt    time.Time `json:"created_at"` // RFC 3339
-	Filename     string    `json:"filename"`
-	MimeType     string    `json:"mime_type"`
-	Downloadable bool      `json:"downloadable"`
+	ID           string
+	Type         string
+	SizeBytes    int64
+	HasSize      bool      // size_bytes is there, and not null
+	CreatedAt    time.Time // RFC 3339
+	Filename     string
+	MimeType     string
+	Downloadable bool
 }
 
-func (f anthropicFile) info() (files.ProviderFileInfo, error) {
-	if f.ID == "" || f.Type != "file" || f.SizeBytes == nil {
+var anthropicFileNames = []string{"id", "type", "size_bytes", "created_at", "filename", "mime_type", "downloadable"}
+
+// read reads file metadata into f.
+func (f *anthropicFile) read(r *jsonReader) error {
+	return members(r, f, (*anthropicFile).member)
+}
+
+func (f *anthropicFile) member(r *jsonReader, key string) error {
+	switch key {
+	case "id":
+		return r.setString(&f.ID)
+	case "type":
+		return r.setString(&f.Type)
+	case "size_bytes":
+		return r.setInt64(&f.SizeBytes, &f.HasSize)
+	case "created_at":
+		return r.setTime(&f.CreatedAt)
+	case "filename":
+		return r.setString(&f.Filename)
+	case "mime_type":
+		return r.setString(&f.MimeType)
+	case "downloadable":
+		return r.setBool(&f.Downloadable, nil)
+	}
+	// A key that is no name exactly may still be one but for case (anthropicFileNames
+	// are the names of the cases above).
+	if name := foldedName(key, anthropicFileNames); name != "" {
+		return f.member(r, name)
+	}
+	return r.skip()
+}
+
+func (f *anthropicFile) info() (files.ProviderFileInfo, error) {
+	if f.ID == "" || f.Type != "file" || !f.HasSize {
 		return files.ProviderFileInfo{}, errors.New("not file metadata")
 	}
 	return files.ProviderFileInfo{
 		ID:           f.ID,
 		Filename:     f.Filename,
 		MimeType:     f.MimeType,
-		Size:         *f.SizeBytes,
+		Size:         f.SizeBytes,
 		CreatedAt:    f.CreatedAt.UTC(),
 		Downloadable: f.Downloadable,
 	}, nil
 }
 
 // anthropicListQuery maps a page request to limit, after_id and before_id.
-// Anthropic lists newest first only: oldest first cannot be asked for.
-func anthropicListQuery(q files.ProviderListQuery) (url.Values, bool, error) {
+// Anthropic lists newest first only: oldest first cannot be asked for. The
+// query is written as url.Values.Encode would, without building one.
+func anthropicListQuery(q files.ProviderListQuery) (string, bool, error) {
 	if q.Ascending {
-		return nil, false, fmt.Errorf("%w: anthropic lists newest first only", ErrUnsupportedQuery)
+		return "", false, fmt.Errorf("%w: anthropic lists newest first only", ErrUnsupportedQuery)
 	}
-	v := url.Values{"limit": {strconv.Itoa(listLimit(q))}}
-	if q.AfterID != "" {
-		v.Set("after_id", q.AfterID)
-	}
+	query := "limit=" + strconv.Itoa(listLimit(q))
 	if q.BeforeID != "" {
-		v.Set("before_id", q.BeforeID)
+		query = "before_id=" + url.QueryEscape(q.BeforeID) + "&" + query
 	}
-	return v, false, nil
+	if q.AfterID != "" {
+		query = "after_id=" + url.QueryEscape(q.AfterID) + "&" + query
+	}
+	return query, false, nil
+}
+
+// anthropicList is a page of Anthropic's file list.
+type anthropicList struct {
+	data                *[]anthropicFile
+	hasData             bool // data is there, and not null
+	hasMore, hasMoreSet bool
+}
+
+var (
+	anthropicListNames   = []string{"data", "has_more"}
+	anthropicListRecords recordPool[anthropicFile]
+)
+
+func (l *anthropicList) read(r *jsonReader) error {
+	return members(r, l, (*anthropicList).member)
+}
+
+func (l *anthropicList) member(r *jsonReader, key string) (err error) {
+	switch key {
+	case "data":
+		l.hasData, err = elements(r, l.data, (*anthropicFile).read)
+		return err
+	case "has_more":
+		return r.setBool(&l.hasMore, &l.hasMoreSet)
+	case "first_id", "last_id":
+		return r.skip()
+	}
+	// A key that is no name exactly may still be one but for case (anthropicListNames
+	// are the names of the cases above).
+	if name := foldedName(key, anthropicListNames); name != "" {
+		return l.member(r, name)
+	}
+	return r.skip()
 }
 
 // decodeAnthropicList reads {"data":[FileMetadata…],"has_more","first_id","last_id"}.
 func decodeAnthropicList(body []byte) (files.ProviderPage, error) {
-	var l struct {
-		Data    *[]anthropicFile `json:"data"`
-		HasMore *bool            `json:"has_more"`
+	l := anthropicList{data: anthropicListRecords.get()}
+	defer anthropicListRecords.put(l.data)
+	r := newJSONReader(body)
+	err := l.read(r)
+	if err == nil {
+		err = r.end()
 	}
-	if err := json.Unmarshal(body, &l); err != nil {
+	if err != nil {
 		return files.ProviderPage{}, fmt.Errorf("decoding file list: %w", err)
 	}
-	if l.Data == nil || l.HasMore == nil {
+	if !l.hasData || !l.hasMoreSet {
 		return files.ProviderPage{}, errors.New("answer is not a file list")
 	}
-	return pageOf(*l.Data, *l.HasMore)
+	return pageOf(*l.data, l.hasMore)
+}
+
+// decodeAnthropicFileObject reads one file's metadata.
+func decodeAnthropicFileObject(body []byte) (anthropicFile, error) {
+	var f anthropicFile
+	r := newJSONReader(body)
+	err := f.read(r)
+	if err == nil {
+		err = r.end()
+	}
+	if err != nil {
+		return anthropicFile{}, fmt.Errorf("decoding file metadata: %w", err)
+	}
+	return f, nil
 }
 
 func decodeAnthropicInfo(body []byte) (files.ProviderFileInfo, error) {
-	var f anthropicFile
-	if err := json.Unmarshal(body, &f); err != nil {
-		return files.ProviderFileInfo{}, fmt.Errorf("decoding file metadata: %w", err)
+	f, err := decodeAnthropicFileObject(body)
+	if err != nil {
+		return files.ProviderFileInfo{}, err
 	}
 	return f.info()
 }
 
 func decodeAnthropicFile(body []byte) (Uploaded, error) {
-	var f anthropicFile
-	if err := json.Unmarshal(body, &f); err != nil {
-		return Uploaded{}, fmt.Errorf("decoding file metadata: %w", err)
+	f, err := decodeAnthropicFileObject(body)
+	if err != nil {
+		return Uploaded{}, err
 	}
-	if f.ID == "" || f.Type != "file" || f.SizeBytes == nil {
+	if f.ID == "" || f.Type != "file" || !f.HasSize {
 		return Uploaded{}, errors.New("answer is not file metadata")
 	}
-	return Uploaded{ID: f.ID, Bytes: *f.SizeBytes, CreatedAt: f.CreatedAt.UTC()}, nil
+	return Uploaded{ID: f.ID, Bytes: f.SizeBytes, CreatedAt: f.CreatedAt.UTC()}, nil
 }
 
 // decodeAnthropicError reads

@@ -31,15 +31,24 @@ const (
 	maxLoggedMessage = 512
 )
 
-// wire is what differs between providers' Files APIs.
-type wire struct {
-	// filesPath is appended to the base URL for uploads; deletes append
-	// "/{id}" to it.
+// dialect is what differs between providers' Files APIs: data and pure
+// functions, one value per provider (openAIDialect, anthropicDialect). The
+// HTTP machinery, the same for both, is Client's.
+type dialect struct {
+	// name is the provider's name (ProviderOpenAI, ProviderAnthropic).
+	name string
+	// baseURL is where the provider's own API lives, Options.BaseURL's
+	// usual value; it is named when a configured one is refused.
+	baseURL string
+	// filesPath is appended to the base URL for uploads and lists; a file's
+	// path is filesPath + "/" + id.
 	filesPath string
-	// fields are form fields sent before the file part.
+	// fields are form fields sent before the file part of an upload.
 	fields [][2]string
-	// authorize sets the key and protocol headers.
-	authorize func(h http.Header, key string)
+	// keyHeader carries the key, after keyPrefix ("Bearer ").
+	keyHeader, keyPrefix string
+	// versionHeaders are the protocol headers every request carries.
+	versionHeaders [][2]string
 	// requestIDHeader carries the provider's request id in answers.
 	requestIDHeader string
 	// decodeUpload reads a successful upload answer.
@@ -50,7 +59,7 @@ type wire struct {
 	// listQuery turns a page request into the provider's query parameters;
 	// reversed says the provider is asked in the opposite order, so the
 	// page must be reversed (how OpenAI pages backwards).
-	listQuery func(q files.ProviderListQuery) (query url.Values, reversed bool, err error)
+	listQuery func(q files.ProviderListQuery) (query string, reversed bool, err error)
 	// decodeList reads a page of the file list; decodeInfo one file's
 	// metadata.
 	decodeList func(body []byte) (files.ProviderPage, error)
@@ -59,27 +68,62 @@ type wire struct {
 	checkDeleted func(body []byte, id string) error
 }
 
-// client is the HTTP machinery shared by the providers.
-type client struct {
-	name    string
-	base    string // without a trailing slash
+// Client is one provider's Files API, spoken in that provider's dialect
+// over HTTP: NewOpenAI and NewAnthropic make one. It implements Provider,
+// keeps connections to the provider alive between calls, never follows a
+// redirect, and never logs the key or puts it in an error. Safe for
+// concurrent use.
+type Client struct {
+	d       *dialect
 	timeout time.Duration
 	http    *http.Client
-	wire    wire
 	log     *zap.Logger
+
+	// Built once, so that a call builds only what is its own (the key's
+	// header, a file's path, a page's query): the files endpoint, parsed
+	// (a call's URL is a copy of it), and the protocol headers.
+	filesURL  url.URL
+	keyHeader string // d.keyHeader, canonical
+	headers   []header
 }
+
+// header is a header every request carries, its value shared by all of
+// them: the transport only reads a request's headers.
+type header struct {
+	name  string   // canonical
+	value []string // one value; its capacity is its length, so an append copies
+}
+
+// Accept headers, shared by every request.
+var (
+	acceptJSON = []string{"application/json"}
+	acceptAny  = []string{"*/*"}
+)
+
+var _ Provider = (*Client)(nil)
+
+// Name is the provider's name: ProviderOpenAI or ProviderAnthropic.
+func (c *Client) Name() string { return c.d.name }
 
 // errUploadFinished stops the goroutine writing the request body once the
 // request is over (the provider answered early, or the transport gave up).
 var errUploadFinished = errors.New("byok: upload finished")
 
-func newClient(name string, opts Options, w wire, log *zap.Logger) (*client, error) {
+func newClient(d *dialect, opts Options, log *zap.Logger) (*Client, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	base, err := checkBaseURL(opts.BaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("byok: %s base_url: %w", name, err)
+		return nil, fmt.Errorf("byok: %s base_url: %w (the provider's own is %s)", d.name, err, d.baseURL)
+	}
+	filesURL, err := url.Parse(base + d.filesPath)
+	if err != nil {
+		return nil, fmt.Errorf("byok: %s base_url: %w", d.name, err)
+	}
+	headers := make([]header, len(d.versionHeaders))
+	for i, kv := range d.versionHeaders {
+		headers[i] = header{http.CanonicalHeaderKey(kv[0]), []string{kv[1]}}
 	}
 	orDefault := func(d, def time.Duration) time.Duration {
 		if d > 0 {
@@ -104,10 +148,12 @@ func newClient(name string, opts Options, w wire, log *zap.Logger) (*client, err
 		MaxIdleConnsPerHost: 128,
 		WriteBufferSize:     64 << 10,
 	}
-	return &client{
-		name:    name,
-		base:    base,
-		timeout: opts.Timeout,
+	return &Client{
+		d:         d,
+		filesURL:  *filesURL,
+		keyHeader: http.CanonicalHeaderKey(d.keyHeader),
+		headers:   headers,
+		timeout:   opts.Timeout,
 		http: &http.Client{
 			Transport: tr,
 			// Never follow a redirect: the request carries the key, and a
@@ -115,9 +161,40 @@ func newClient(name string, opts Options, w wire, log *zap.Logger) (*client, err
 			// somewhere we did not choose. A 3xx is an error.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		wire: w,
-		log:  log.With(zap.String("provider", name)),
+		log: log.With(zap.String("provider", d.name)),
 	}, nil
+}
+
+// target is the files endpoint followed by path ("" or "/…", made of
+// characters a path needs no escaping for) and query.
+func (c *Client) target(path, query string) *url.URL {
+	u := c.filesURL
+	if path != "" {
+		u.Path += path
+		if u.RawPath != "" {
+			u.RawPath += path
+		}
+	}
+	u.RawQuery = query
+	return &u
+}
+
+// request is a request to u carrying the key and the protocol headers; u
+// comes from Client.target, so no URL is parsed.
+func (c *Client) request(ctx context.Context, method string, u *url.URL, key seal.Secret, accept []string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "", body)
+	if err != nil {
+		return nil, err
+	}
+	req.URL, req.Host = u, u.Host
+	h := make(http.Header, len(c.headers)+3)
+	h[c.keyHeader] = []string{c.d.keyPrefix + key.Reveal()}
+	h["Accept"] = accept
+	for _, f := range c.headers {
+		h[f.name] = f.value
+	}
+	req.Header = h
+	return req, nil
 }
 
 // checkBaseURL accepts https URLs, and http ones on loopback hosts only.
@@ -215,7 +292,7 @@ func (t *trackingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// upload streams f as multipart/form-data to the provider.
+// Upload streams f as multipart/form-data to the provider (see Provider).
 //
 // The body is produced by a goroutine writing through an io.Pipe, so the
 // request goes out with chunked encoding while f.Body is read: memory is the
@@ -223,7 +300,7 @@ func (t *trackingReader) Read(p []byte) (int, error) {
 // is closed with that error, the transport aborts the request mid-body (no
 // terminating chunk, so the provider sees a truncated upload and stores
 // nothing), and the error is returned wrapped.
-func (c *client) upload(ctx context.Context, key seal.Secret, f File) (Uploaded, error) {
+func (c *Client) Upload(ctx context.Context, key seal.Secret, f File) (Uploaded, error) {
 	if err := checkKey(key); err != nil {
 		return Uploaded{}, err
 	}
@@ -241,7 +318,7 @@ func (c *client) upload(ctx context.Context, key seal.Secret, f File) (Uploaded,
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pw.CloseWithError(writeForm(mw, c.wire.fields, partHeader, body))
+		pw.CloseWithError(writeForm(mw, c.d.fields, partHeader, body))
 	}()
 	// finish stops the body goroutine and waits for it, so f.Body is never
 	// read after upload returns.
@@ -250,15 +327,13 @@ func (c *client) upload(ctx context.Context, key seal.Secret, f File) (Uploaded,
 		<-done
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+c.wire.filesPath, pr)
+	req, err := c.request(ctx, http.MethodPost, c.target("", ""), key, acceptJSON, pr)
 	if err != nil {
 		finish()
-		return Uploaded{}, fmt.Errorf("byok: %s upload: %w", c.name, err)
+		return Uploaded{}, fmt.Errorf("byok: %s upload: %w", c.d.name, err)
 	}
 	req.ContentLength = -1 // unknown: chunked
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Accept", "application/json")
-	c.wire.authorize(req.Header, key.Reveal())
+	req.Header["Content-Type"] = []string{mw.FormDataContentType()}
 
 	start := time.Now()
 	resp, err := c.http.Do(req)
@@ -271,7 +346,7 @@ func (c *client) upload(ctx context.Context, key seal.Secret, f File) (Uploaded,
 	if body.err != nil {
 		// The caller's reader failed (size limit, client gone): that is the
 		// cause, whatever the transport made of the aborted request.
-		return Uploaded{}, fmt.Errorf("byok: %s upload: reading the file: %w", c.name, body.err)
+		return Uploaded{}, fmt.Errorf("byok: %s upload: reading the file: %w", c.d.name, body.err)
 	}
 	if err != nil {
 		return Uploaded{}, c.transportError("upload", parent, resp, err)
@@ -279,12 +354,12 @@ func (c *client) upload(ctx context.Context, key seal.Secret, f File) (Uploaded,
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return Uploaded{}, c.answerError("upload", resp, answer, key)
 	}
-	up, err := c.wire.decodeUpload(answer)
+	up, err := c.d.decodeUpload(answer)
 	if err != nil {
 		// The provider may hold a file we cannot name: say so loudly.
 		c.log.Warn("provider accepted an upload but its answer is unreadable",
 			zap.String("request_id", c.requestID(resp, "")), zap.Error(err))
-		return Uploaded{}, &ProviderError{Provider: c.name, Op: "upload", Status: resp.StatusCode,
+		return Uploaded{}, &ProviderError{Provider: c.d.name, Op: "upload", Status: resp.StatusCode,
 			RequestID: c.requestID(resp, ""), Err: err}
 	}
 	up.RequestID = c.requestID(resp, "")
@@ -310,40 +385,41 @@ func writeForm(mw *multipart.Writer, fields [][2]string, partHeader textproto.MI
 	return mw.Close()
 }
 
-// delete removes a provider file. A 404 is a *ProviderError like any
+// Delete removes a provider file. A 404 is a *ProviderError like any
 // refusal: the caller decides whether a file already gone counts as done.
-func (c *client) delete(ctx context.Context, key seal.Secret, id string) error {
+func (c *Client) Delete(ctx context.Context, key seal.Secret, id string) error {
 	if err := checkFileID(id); err != nil {
-		return fmt.Errorf("byok: %s delete: %w", c.name, err)
+		return fmt.Errorf("byok: %s delete: %w", c.d.name, err)
 	}
-	answer, resp, err := c.getJSON(ctx, "delete", http.MethodDelete, c.fileURL(id), nil, key, maxAnswerBytes)
+	resp, err := c.getJSON(ctx, "delete", http.MethodDelete, filePath(id), "", key, maxAnswerBytes,
+		func(body []byte) error { return c.d.checkDeleted(body, id) })
 	if err != nil {
 		return err
-	}
-	if err := c.wire.checkDeleted(answer, id); err != nil {
-		return c.unreadable("delete", resp, err)
 	}
 	c.log.Debug("provider file deleted", zap.String("file_id", id), zap.String("request_id", c.requestID(resp, "")))
 	return nil
 }
 
-func (c *client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+// withTimeout bounds a call by Options.Timeout. Without one, the call runs
+// in ctx itself: nothing of it outlives the answer's body, which is always
+// closed, so there is nothing to cancel.
+func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if c.timeout > 0 {
 		return context.WithTimeout(ctx, c.timeout)
 	}
-	return context.WithCancel(ctx)
+	return ctx, func() {}
 }
 
 // transportError classifies a request that got no (complete) answer. A
 // caller that cancelled gets its own context error back, so the HTTP layer
 // can tell a client that went away from a provider that failed.
-func (c *client) transportError(op string, parent context.Context, resp *http.Response, err error) error {
+func (c *Client) transportError(op string, parent context.Context, resp *http.Response, err error) error {
 	if perr := parent.Err(); perr != nil && !errors.Is(perr, context.DeadlineExceeded) {
-		return fmt.Errorf("byok: %s %s: %w", c.name, op, context.Cause(parent))
+		return fmt.Errorf("byok: %s %s: %w", c.d.name, op, context.Cause(parent))
 	}
 	var ne net.Error
 	timeout := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-	pe := &ProviderError{Provider: c.name, Op: op, Timeout: timeout, Err: err}
+	pe := &ProviderError{Provider: c.d.name, Op: op, Timeout: timeout, Err: err}
 	if resp != nil {
 		pe.Status, pe.RequestID = resp.StatusCode, c.requestID(resp, "")
 	}
@@ -353,9 +429,9 @@ func (c *client) transportError(op string, parent context.Context, resp *http.Re
 // answerError turns a non-2xx answer into a *ProviderError. The provider's
 // message may quote the request, so it is logged at debug level only, with
 // any occurrence of the key blanked, and never returned.
-func (c *client) answerError(op string, resp *http.Response, body []byte, key seal.Secret) error {
-	typ, msg, bodyID := c.wire.decodeError(body)
-	pe := &ProviderError{Provider: c.name, Op: op, Status: resp.StatusCode,
+func (c *Client) answerError(op string, resp *http.Response, body []byte, key seal.Secret) error {
+	typ, msg, bodyID := c.d.decodeError(body)
+	pe := &ProviderError{Provider: c.d.name, Op: op, Status: resp.StatusCode,
 		RequestID: c.requestID(resp, bodyID), Type: safeToken(typ, 64)}
 	if resp.StatusCode == http.StatusTooManyRequests {
 		pe.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -380,8 +456,8 @@ func (c *client) answerError(op string, resp *http.Response, body []byte, key se
 
 // requestID returns the provider's request id from the answer's header, or
 // fallback, made safe to show to clients.
-func (c *client) requestID(resp *http.Response, fallback string) string {
-	id := resp.Header.Get(c.wire.requestIDHeader)
+func (c *Client) requestID(resp *http.Response, fallback string) string {
+	id := resp.Header.Get(c.d.requestIDHeader)
 	if id == "" {
 		id = fallback
 	}

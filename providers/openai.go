@@ -1,18 +1,15 @@
 package providers
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/keys/seal"
 	"go.uber.org/zap"
 )
 
@@ -20,94 +17,88 @@ import (
 // models.
 const OpenAIPurpose = "user_data"
 
-// OpenAI is OpenAI's Files API: POST {base}/files, multipart with the
+// openAIDialect is OpenAI's Files API: POST {base}/files, multipart with the
 // fields purpose and file; GET {base}/files?limit=&order=&after=; GET and
 // DELETE {base}/files/{id}; GET {base}/files/{id}/content. Authenticated
-// with "Authorization: Bearer"; request ids come in x-request-id. Safe for
-// concurrent use.
-type OpenAI struct {
-	c *client
+// with "Authorization: Bearer"; request ids come in x-request-id.
+var openAIDialect = dialect{
+	name:            ProviderOpenAI,
+	baseURL:         "https://api.openai.com/v1",
+	filesPath:       "/files",
+	fields:          [][2]string{{"purpose", OpenAIPurpose}},
+	keyHeader:       "Authorization",
+	keyPrefix:       "Bearer ",
+	requestIDHeader: "x-request-id",
+	decodeUpload:    decodeOpenAIFile,
+	decodeError:     decodeOpenAIError,
+	listQuery:       openAIListQuery,
+	decodeList:      decodeOpenAIList,
+	decodeInfo:      decodeOpenAIInfo,
+	checkDeleted:    checkOpenAIDeleted,
 }
 
-var _ Provider = (*OpenAI)(nil)
-
-// NewOpenAI returns an OpenAI provider. opts.BaseURL includes the /v1
-// prefix (https://api.openai.com/v1).
-func NewOpenAI(opts Options, log *zap.Logger) (*OpenAI, error) {
-	c, err := newClient(ProviderOpenAI, opts, wire{
-		filesPath: "/files",
-		fields:    [][2]string{{"purpose", OpenAIPurpose}},
-		authorize: func(h http.Header, key string) {
-			h.Set("Authorization", "Bearer "+key)
-		},
-		requestIDHeader: "x-request-id",
-		decodeUpload:    decodeOpenAIFile,
-		decodeError:     decodeOpenAIError,
-		listQuery:       openAIListQuery,
-		decodeList:      decodeOpenAIList,
-		decodeInfo:      decodeOpenAIInfo,
-		checkDeleted:    checkOpenAIDeleted,
-	}, log)
-	if err != nil {
-		return nil, err
-	}
-	return &OpenAI{c: c}, nil
+// NewOpenAI returns a client of OpenAI's Files API. opts.BaseURL includes
+// the /v1 prefix (https://api.openai.com/v1).
+func NewOpenAI(opts Options, log *zap.Logger) (*Client, error) {
+	return newClient(&openAIDialect, opts, log)
 }
 
-// Name returns "openai".
-func (p *OpenAI) Name() string { return ProviderOpenAI }
-
-// Upload implements Provider.
-func (p *OpenAI) Upload(ctx context.Context, key seal.Secret, f File) (Uploaded, error) {
-	return p.c.upload(ctx, key, f)
-}
-
-// Delete implements Provider.
-func (p *OpenAI) Delete(ctx context.Context, key seal.Secret, id string) error {
-	return p.c.delete(ctx, key, id)
-}
-
-// List implements Provider.
-func (p *OpenAI) List(ctx context.Context, key seal.Secret, q files.ProviderListQuery) (files.ProviderPage, error) {
-	return p.c.list(ctx, key, q)
-}
-
-// Stat implements Provider.
-func (p *OpenAI) Stat(ctx context.Context, key seal.Secret, id string) (files.ProviderFileInfo, error) {
-	return p.c.stat(ctx, key, id)
-}
-
-// Content implements Provider.
-func (p *OpenAI) Content(ctx context.Context, key seal.Secret, id string) (files.ProviderContent, error) {
-	return p.c.content(ctx, key, id)
-}
-
-// openAIFile is OpenAI's File object; other fields are ignored.
+// openAIFile is OpenAI's File object; other members are ignored.
 type openAIFile struct {
-	ID        string `json:"id"`
-	Object    string `json:"object"`
-	Bytes     *int64 `json:"bytes"`
-	CreatedAt int64  `json:"created_at"` // Unix seconds
-	Filename  string `json:"filename"`
-	Purpose   string `json:"purpose"`
+	ID        string
+	Object    string
+	Bytes     int64
+	HasBytes  bool  // bytes is there, and not null
+	CreatedAt int64 // Unix seconds
+	Filename  string
+	Purpose   string
+}
+
+var openAIFileNames = []string{"id", "object", "bytes", "created_at", "filename", "purpose"}
+
+// read reads a File object into f.
+func (f *openAIFile) read(r *jsonReader) error {
+	return members(r, f, (*openAIFile).member)
+}
+
+func (f *openAIFile) member(r *jsonReader, key string) error {
+	switch key {
+	case "id":
+		return r.setString(&f.ID)
+	case "object":
+		return r.setString(&f.Object)
+	case "bytes":
+		return r.setInt64(&f.Bytes, &f.HasBytes)
+	case "created_at":
+		return r.setInt64(&f.CreatedAt, nil)
+	case "filename":
+		return r.setString(&f.Filename)
+	case "purpose":
+		return r.setString(&f.Purpose)
+	case "status", "status_details", "expires_at":
+		// In every File object, and not needed.
+		return r.skip()
+	}
+	// A key that is no name exactly may still be one but for case (openAIFileNames
+	// are the names of the cases above).
+	if name := foldedName(key, openAIFileNames); name != "" {
+		return f.member(r, name)
+	}
+	return r.skip()
 }
 
 // openAIUndownloadable are the purposes whose content OpenAI's API refuses
 // to serve.
 var openAIUndownloadable = []string{"assistants", OpenAIPurpose}
 
-func (f openAIFile) info() (files.ProviderFileInfo, error) {
+func (f *openAIFile) info() (files.ProviderFileInfo, error) {
 	if f.ID == "" || f.Object != "file" {
 		return files.ProviderFileInfo{}, errors.New("not a file object")
-	}
-	var size int64
-	if f.Bytes != nil {
-		size = *f.Bytes
 	}
 	return files.ProviderFileInfo{
 		ID:           f.ID,
 		Filename:     f.Filename,
-		Size:         size,
+		Size:         f.Bytes, // 0 when absent
 		CreatedAt:    time.Unix(f.CreatedAt, 0).UTC(),
 		Purpose:      f.Purpose,
 		Downloadable: !slices.Contains(openAIUndownloadable, f.Purpose),
@@ -116,57 +107,110 @@ func (f openAIFile) info() (files.ProviderFileInfo, error) {
 
 // openAIListQuery asks for limit files after AfterID in the order asked.
 // OpenAI has no before: the files before BeforeID are those after it in
-// the opposite order, nearest first, so the page comes back reversed.
-func openAIListQuery(q files.ProviderListQuery) (url.Values, bool, error) {
-	v := url.Values{"limit": {strconv.Itoa(listLimit(q))}}
-	ascending, reversed := q.Ascending, false
-	switch {
-	case q.AfterID != "":
-		v.Set("after", q.AfterID)
-	case q.BeforeID != "":
-		v.Set("after", q.BeforeID)
-		ascending, reversed = !ascending, true
+// the opposite order, nearest first, so the page comes back reversed. The
+// query is written as url.Values.Encode would, without building one.
+func openAIListQuery(q files.ProviderListQuery) (string, bool, error) {
+	after, ascending, reversed := q.AfterID, q.Ascending, false
+	if after == "" && q.BeforeID != "" {
+		after, ascending, reversed = q.BeforeID, !ascending, true
 	}
-	v.Set("order", "desc")
+	order := "desc"
 	if ascending {
-		v.Set("order", "asc")
+		order = "asc"
 	}
-	return v, reversed, nil
+	query := "limit=" + strconv.Itoa(listLimit(q)) + "&order=" + order
+	if after != "" {
+		query = "after=" + url.QueryEscape(after) + "&" + query
+	}
+	return query, reversed, nil
+}
+
+// openAIList is a page of OpenAI's file list.
+type openAIList struct {
+	object              string
+	data                *[]openAIFile
+	hasData             bool // data is there, and not null
+	hasMore, hasMoreSet bool
+}
+
+var (
+	openAIListNames   = []string{"object", "data", "has_more"}
+	openAIListRecords recordPool[openAIFile]
+)
+
+func (l *openAIList) read(r *jsonReader) error {
+	return members(r, l, (*openAIList).member)
+}
+
+func (l *openAIList) member(r *jsonReader, key string) (err error) {
+	switch key {
+	case "object":
+		return r.setString(&l.object)
+	case "data":
+		l.hasData, err = elements(r, l.data, (*openAIFile).read)
+		return err
+	case "has_more":
+		return r.setBool(&l.hasMore, &l.hasMoreSet)
+	case "first_id", "last_id":
+		return r.skip()
+	}
+	// A key that is no name exactly may still be one but for case (openAIListNames
+	// are the names of the cases above).
+	if name := foldedName(key, openAIListNames); name != "" {
+		return l.member(r, name)
+	}
+	return r.skip()
 }
 
 // decodeOpenAIList reads {"object":"list","data":[File…],"has_more",…}.
 func decodeOpenAIList(body []byte) (files.ProviderPage, error) {
-	var l struct {
-		Object  string        `json:"object"`
-		Data    *[]openAIFile `json:"data"`
-		HasMore *bool         `json:"has_more"`
+	l := openAIList{data: openAIListRecords.get()}
+	defer openAIListRecords.put(l.data)
+	r := newJSONReader(body)
+	err := l.read(r)
+	if err == nil {
+		err = r.end()
 	}
-	if err := json.Unmarshal(body, &l); err != nil {
+	if err != nil {
 		return files.ProviderPage{}, fmt.Errorf("decoding file list: %w", err)
 	}
-	if l.Object != "list" || l.Data == nil || l.HasMore == nil {
+	if l.object != "list" || !l.hasData || !l.hasMoreSet {
 		return files.ProviderPage{}, errors.New("answer is not a file list")
 	}
-	return pageOf(*l.Data, *l.HasMore)
+	return pageOf(*l.data, l.hasMore)
+}
+
+// decodeOpenAIFileObject reads one File object.
+func decodeOpenAIFileObject(body []byte) (openAIFile, error) {
+	var f openAIFile
+	r := newJSONReader(body)
+	err := f.read(r)
+	if err == nil {
+		err = r.end()
+	}
+	if err != nil {
+		return openAIFile{}, fmt.Errorf("decoding file object: %w", err)
+	}
+	return f, nil
 }
 
 func decodeOpenAIInfo(body []byte) (files.ProviderFileInfo, error) {
-	var f openAIFile
-	if err := json.Unmarshal(body, &f); err != nil {
-		return files.ProviderFileInfo{}, fmt.Errorf("decoding file object: %w", err)
+	f, err := decodeOpenAIFileObject(body)
+	if err != nil {
+		return files.ProviderFileInfo{}, err
 	}
 	return f.info()
 }
 
 func decodeOpenAIFile(body []byte) (Uploaded, error) {
-	var f openAIFile
-	if err := json.Unmarshal(body, &f); err != nil {
-		return Uploaded{}, fmt.Errorf("decoding file object: %w", err)
+	f, err := decodeOpenAIFileObject(body)
+	if err != nil {
+		return Uploaded{}, err
 	}
-	if f.ID == "" || f.Object != "file" || f.Bytes == nil {
+	if f.ID == "" || f.Object != "file" || !f.HasBytes {
 		return Uploaded{}, errors.New("answer is not a file object")
 	}
-	return Uploaded{ID: f.ID, Bytes: *f.Bytes, CreatedAt: time.Unix(f.CreatedAt, 0).UTC()}, nil
+	return Uploaded{ID: f.ID, Bytes: f.Bytes, CreatedAt: time.Unix(f.CreatedAt, 0).UTC()}, nil
 }
 
 // decodeOpenAIError reads {"error":{"message","type","param","code"}}.

@@ -2,8 +2,9 @@
 // metadata, content, delete) with a workspace's own provider key ("bring
 // your own key").
 //
-// Two pieces: Provider, implemented by OpenAI and Anthropic, which streams
-// files both ways without buffering them; and Keyring, the adapter the
+// Two pieces: Provider, implemented by Client (one per provider, made by
+// NewOpenAI or NewAnthropic: the same HTTP machinery speaking each
+// provider's dialect), which streams files both ways without buffering them; and Keyring, the adapter the
 // file service sees (files.Opener): it unseals a workspace's key (sealed by
 // keys/seal) and binds it to a Provider, so the plaintext key never leaves
 // this package. The package knows nothing about HTTP routing or the store.
@@ -153,13 +154,21 @@ const (
 // ErrUnknownProvider. It is the factory of provider clients, as backend.Open
 // is of buckets.
 func New(name string, opts Options, log *zap.Logger) (Provider, error) {
+	var d *dialect
 	switch name {
 	case ProviderOpenAI:
-		return NewOpenAI(opts, log)
+		d = &openAIDialect
 	case ProviderAnthropic:
-		return NewAnthropic(opts, log)
+		d = &anthropicDialect
+	default:
+		return nil, fmt.Errorf("%w %q (want one of %v)", ErrUnknownProvider, name, files.Providers())
 	}
-	return nil, fmt.Errorf("%w %q (want one of %v)", ErrUnknownProvider, name, files.Providers())
+	c, err := newClient(d, opts, log)
+	if err != nil {
+		// A nil interface, not one holding a nil *Client.
+		return nil, err
+	}
+	return c, nil
 }
 
 // ProviderError is a call the provider refused or failed, or

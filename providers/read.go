@@ -1,13 +1,13 @@
 package providers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -69,31 +69,25 @@ func checkListQuery(q files.ProviderListQuery) error {
 	return nil
 }
 
-func (c *client) fileURL(id string) string { return c.filesPath() + "/" + url.PathEscape(id) }
-
-func (c *client) filesPath() string { return c.wire.filesPath }
+// filePath is the path of file id below the files endpoint; checkFileID
+// has made sure id needs no escaping.
+func filePath(id string) string { return "/" + id }
 
 // send issues a request without a body, carrying the key and protocol
 // headers, and returns a 2xx answer whose body the caller closes before
 // calling done. Anything else is returned as an error: a *ProviderError
 // (refusal, redirect, no answer) or the caller's own context error.
-func (c *client) send(ctx context.Context, op, method, path string, query url.Values, key seal.Secret, accept string) (resp *http.Response, done context.CancelFunc, err error) {
+func (c *Client) send(ctx context.Context, op, method, path, query string, key seal.Secret, accept []string) (resp *http.Response, done context.CancelFunc, err error) {
 	if err := checkKey(key); err != nil {
 		return nil, nil, err
 	}
 	parent := ctx
 	ctx, cancel := c.withTimeout(ctx)
-	target := c.base + path
-	if len(query) > 0 {
-		target += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, nil)
+	req, err := c.request(ctx, method, c.target(path, query), key, accept, nil)
 	if err != nil {
 		cancel()
-		return nil, nil, fmt.Errorf("byok: %s %s: %w", c.name, op, err)
+		return nil, nil, fmt.Errorf("byok: %s %s: %w", c.d.name, op, err)
 	}
-	req.Header.Set("Accept", accept)
-	c.wire.authorize(req.Header, key.Reveal())
 	resp, err = c.http.Do(req)
 	if err != nil {
 		cancel()
@@ -110,47 +104,75 @@ func (c *client) send(ctx context.Context, op, method, path string, query url.Va
 	return resp, cancel, nil
 }
 
-// getJSON sends a request and reads its JSON answer, at most max bytes.
-func (c *client) getJSON(ctx context.Context, op, method, path string, query url.Values, key seal.Secret, max int64) ([]byte, *http.Response, error) {
-	resp, done, err := c.send(ctx, op, method, path, query, key, "application/json")
+// getJSON sends a request and hands its JSON answer, at most max bytes, to
+// decode, whose error makes the answer unreadable; it returns the answer,
+// its body closed. The bytes are lent for the call only: the buffer they
+// are in serves the next answer.
+func (c *Client) getJSON(ctx context.Context, op, method, path, query string, key seal.Secret, max int64, decode func(body []byte) error) (*http.Response, error) {
+	resp, done, err := c.send(ctx, op, method, path, query, key, acceptJSON)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer done()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	buf := answerBuffers.Get().(*bytes.Buffer)
+	defer putAnswerBuffer(buf)
+	if n := resp.ContentLength; n > 0 && n <= max {
+		// Room for the answer and for the read that finds its end.
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, max+1))
 	resp.Body.Close()
-	if err != nil {
-		return nil, nil, c.transportError(op, ctx, resp, err)
+	switch {
+	case err != nil:
+		return nil, c.transportError(op, ctx, resp, err)
+	case int64(buf.Len()) > max:
+		return nil, c.unreadable(op, resp, fmt.Errorf("answer larger than %d bytes", max))
 	}
-	if int64(len(body)) > max {
-		return nil, nil, c.unreadable(op, resp, fmt.Errorf("answer larger than %d bytes", max))
+	if err := decode(buf.Bytes()); err != nil {
+		return nil, c.unreadable(op, resp, err)
 	}
-	return body, resp, nil
+	return resp, nil
+}
+
+// answerBuffers hold JSON answers while they are decoded; the decoders
+// copy what they keep.
+var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledAnswer is the largest buffer kept for another answer: a page of
+// a few hundred records. A larger one, read for a rare page of a thousand,
+// is left to the garbage collector rather than held by the pool.
+const maxPooledAnswer = 256 << 10
+
+func putAnswerBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledAnswer {
+		buf.Reset()
+		answerBuffers.Put(buf)
+	}
 }
 
 // unreadable is a 2xx answer that does not say what it should.
-func (c *client) unreadable(op string, resp *http.Response, err error) error {
-	pe := &ProviderError{Provider: c.name, Op: op, Status: resp.StatusCode, RequestID: c.requestID(resp, ""), Err: err}
+func (c *Client) unreadable(op string, resp *http.Response, err error) error {
+	pe := &ProviderError{Provider: c.d.name, Op: op, Status: resp.StatusCode, RequestID: c.requestID(resp, ""), Err: err}
 	c.log.Warn("provider answer unreadable", zap.String("op", op), zap.String("request_id", pe.RequestID), zap.Error(err))
 	return pe
 }
 
-// list fetches one page of the provider's files.
-func (c *client) list(ctx context.Context, key seal.Secret, q files.ProviderListQuery) (files.ProviderPage, error) {
+// List fetches one page of the provider's files (see Provider).
+func (c *Client) List(ctx context.Context, key seal.Secret, q files.ProviderListQuery) (files.ProviderPage, error) {
 	if err := checkListQuery(q); err != nil {
-		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.name, err)
+		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.d.name, err)
 	}
-	query, reversed, err := c.wire.listQuery(q)
+	query, reversed, err := c.d.listQuery(q)
 	if err != nil {
-		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.name, err)
+		return files.ProviderPage{}, fmt.Errorf("byok: %s list: %w", c.d.name, err)
 	}
-	body, resp, err := c.getJSON(ctx, "list", http.MethodGet, c.filesPath(), query, key, maxPageBytes)
+	var page files.ProviderPage
+	_, err = c.getJSON(ctx, "list", http.MethodGet, "", query, key, maxPageBytes, func(body []byte) (err error) {
+		page, err = c.d.decodeList(body)
+		return err
+	})
 	if err != nil {
 		return files.ProviderPage{}, err
-	}
-	page, err := c.wire.decodeList(body)
-	if err != nil {
-		return files.ProviderPage{}, c.unreadable("list", resp, err)
 	}
 	if reversed {
 		slices.Reverse(page.Files)
@@ -158,33 +180,33 @@ func (c *client) list(ctx context.Context, key seal.Secret, q files.ProviderList
 	return page, nil
 }
 
-// stat fetches the metadata of the provider's file id.
-func (c *client) stat(ctx context.Context, key seal.Secret, id string) (files.ProviderFileInfo, error) {
+// Stat fetches the metadata of the provider's file id (see Provider).
+func (c *Client) Stat(ctx context.Context, key seal.Secret, id string) (files.ProviderFileInfo, error) {
 	if err := checkFileID(id); err != nil {
-		return files.ProviderFileInfo{}, fmt.Errorf("byok: %s stat: %w", c.name, err)
+		return files.ProviderFileInfo{}, fmt.Errorf("byok: %s stat: %w", c.d.name, err)
 	}
-	body, resp, err := c.getJSON(ctx, "stat", http.MethodGet, c.fileURL(id), nil, key, maxAnswerBytes)
+	var info files.ProviderFileInfo
+	_, err := c.getJSON(ctx, "stat", http.MethodGet, filePath(id), "", key, maxAnswerBytes, func(body []byte) (err error) {
+		if info, err = c.d.decodeInfo(body); err == nil && info.ID != id {
+			err = errors.New("answer describes another file")
+		}
+		return err
+	})
 	if err != nil {
 		return files.ProviderFileInfo{}, err
-	}
-	info, err := c.wire.decodeInfo(body)
-	if err == nil && info.ID != id {
-		err = errors.New("answer describes another file")
-	}
-	if err != nil {
-		return files.ProviderFileInfo{}, c.unreadable("stat", resp, err)
 	}
 	return info, nil
 }
 
-// content opens the bytes of the provider's file id. The answer's body is
-// handed over as it arrives, never buffered; Options.Timeout keeps running
-// until it is closed, as it covers an upload's body.
-func (c *client) content(ctx context.Context, key seal.Secret, id string) (files.ProviderContent, error) {
+// Content opens the bytes of the provider's file id (see Provider). The
+// answer's body is handed over as it arrives, never buffered;
+// Options.Timeout keeps running until it is closed, as it covers an
+// upload's body.
+func (c *Client) Content(ctx context.Context, key seal.Secret, id string) (files.ProviderContent, error) {
 	if err := checkFileID(id); err != nil {
-		return files.ProviderContent{}, fmt.Errorf("byok: %s content: %w", c.name, err)
+		return files.ProviderContent{}, fmt.Errorf("byok: %s content: %w", c.d.name, err)
 	}
-	resp, done, err := c.send(ctx, "content", http.MethodGet, c.fileURL(id)+"/content", nil, key, "*/*")
+	resp, done, err := c.send(ctx, "content", http.MethodGet, filePath(id)+"/content", "", key, acceptAny)
 	if err != nil {
 		return files.ProviderContent{}, err
 	}
@@ -210,7 +232,7 @@ func (c *client) content(ctx context.Context, key seal.Secret, id string) (files
 // contentBody is a provider's answer body being streamed to the caller. Its
 // read errors are classified like any other failure of the provider.
 type contentBody struct {
-	c      *client
+	c      *Client
 	parent context.Context
 	resp   *http.Response
 	done   context.CancelFunc
@@ -255,20 +277,21 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 
 // providerFile is a provider's file object as its list and metadata answers
 // carry it.
-type providerFile interface {
+type providerFile[F any] interface {
+	*F
 	info() (files.ProviderFileInfo, error)
 }
 
 // pageOf turns a decoded list answer into a page, refusing it whole when
 // one entry cannot be read.
-func pageOf[F providerFile](data []F, hasMore bool) (files.ProviderPage, error) {
-	page := files.ProviderPage{Files: make([]files.ProviderFileInfo, 0, len(data)), HasMore: hasMore}
-	for i, f := range data {
-		info, err := f.info()
+func pageOf[F any, P providerFile[F]](data []F, hasMore bool) (files.ProviderPage, error) {
+	page := files.ProviderPage{Files: make([]files.ProviderFileInfo, len(data)), HasMore: hasMore}
+	for i := range data {
+		info, err := P(&data[i]).info()
 		if err != nil {
 			return files.ProviderPage{}, fmt.Errorf("file list entry %d: %w", i, err)
 		}
-		page.Files = append(page.Files, info)
+		page.Files[i] = info
 	}
 	return page, nil
 }

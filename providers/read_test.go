@@ -774,3 +774,56 @@ func BenchmarkListParallel(b *testing.B) {
 		})
 	}
 }
+
+// TestCallsReuseOneConnection: a caller making one call after another uses
+// one connection, whatever the calls and whether the provider accepted or
+// refused them. A connection is reused only when the answer was read to its
+// end before being closed; one dialled (and for a real provider, one TLS
+// handshake) per call is the cost this guards against.
+func TestCallsReuseOneConnection(t *testing.T) {
+	for _, pc := range cases {
+		t.Run(pc.name, func(t *testing.T) {
+			h := newHarness(t, pc, providers.Options{})
+			id := seed(h, 3)[1].ID
+			ctx := t.Context()
+			for round := range 3 {
+				up, err := h.p.Upload(ctx, h.key, providers.File{Name: "a.txt", Body: strings.NewReader("some content")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := h.p.List(ctx, h.key, files.ProviderListQuery{Limit: 2}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := h.p.Stat(ctx, h.key, id); err != nil {
+					t.Fatal(err)
+				}
+				c, err := h.p.Content(ctx, h.key, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := io.Copy(io.Discard, c.Body); err != nil {
+					t.Fatal(err)
+				}
+				c.Body.Close()
+				if err := h.p.Delete(ctx, h.key, up.ID); err != nil {
+					t.Fatal(err)
+				}
+				// Refusals: an unknown file, a wrong key, a failing provider.
+				if _, err := h.p.Stat(ctx, h.key, "file-unknown"); !errors.Is(err, providers.ErrProvider) {
+					t.Fatalf("stat of an unknown file: %v", err)
+				}
+				if _, err := h.p.List(ctx, seal.NewSecret(wrongKey), files.ProviderListQuery{}); !errors.Is(err, providers.ErrProvider) {
+					t.Fatalf("list with a wrong key: %v", err)
+				}
+				h.stand.FailReads(http.StatusInternalServerError)
+				if _, err := h.p.List(ctx, h.key, files.ProviderListQuery{}); !errors.Is(err, providers.ErrProvider) {
+					t.Fatalf("list of a failing provider: %v", err)
+				}
+				h.stand.Reset()
+				if n := h.stand.Connections(); n != 1 {
+					t.Fatalf("round %d: %d connections opened, want 1", round, n)
+				}
+			}
+		})
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
@@ -109,6 +110,7 @@ type Server struct {
 	requests []Request
 	changed  chan struct{} // closed and replaced when requests grows
 	knobs    knobs
+	conns    int // connections accepted
 }
 
 type knobs struct {
@@ -169,7 +171,15 @@ func start(t testing.TB, d dialect, key, basePath string) *Server {
 		s.fail(w, &rec, http.StatusNotFound, "not_found_error", "Unknown route "+r.Method+" "+r.URL.Path)
 		s.finish(rec)
 	})
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewUnstartedServer(mux)
+	s.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}
+	s.srv.Start()
 	s.BaseURL = s.srv.URL + basePath
 	t.Cleanup(s.srv.Close)
 	// Runs before Close (cleanups are last-in first-out): hung handlers
@@ -248,6 +258,15 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.requests)
+}
+
+// Connections returns how many connections clients have opened so far: a
+// client that reuses its connections opens one per concurrent caller, not
+// one per request.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 // AwaitRequests waits until at least n requests have finished and returns
