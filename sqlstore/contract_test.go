@@ -70,6 +70,7 @@ func runContract(t *testing.T, b backend) {
 		{"Usage/Record", testUsageRecord},
 		{"Usage/Budgets", testBudgets},
 		{"Usage/KeyStanding", testKeyStanding},
+		{"Usage/Daily", testUsageDaily},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
