@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -122,4 +123,58 @@ func (c *Client) DeleteBudget(ctx context.Context, workspace, interval string) e
 
 func budgetPath(workspace, interval string) string {
 	return "/workspaces/" + url.PathEscape(workspace) + "/budgets/" + url.PathEscape(interval)
+}
+
+// DailyQuery selects the usage history DailyUsage returns. Give at most one
+// of Workspace and KeyHash; neither is every key of the user (for a
+// management key) or the calling key itself (for any other key).
+type DailyQuery struct {
+	// Days is how many UTC days, ending today: 1 to 90; 0 means the
+	// gateway's default, 30.
+	Days int
+	// Workspace is an id or slug: the usage of all its keys, deleted ones
+	// included.
+	Workspace string
+	// KeyHash is one key's hash: that key's usage.
+	KeyHash string
+}
+
+// DayUsage is the usage of one UTC day.
+type DayUsage struct {
+	// Date is the day, YYYY-MM-DD (UTC).
+	Date string `json:"date"`
+	// Usage is what the day's requests cost in US dollars, BYOK ones
+	// included; BYOKUsage is the part served with a BYOK provider key.
+	Usage     float64 `json:"usage"`
+	BYOKUsage float64 `json:"byok_usage"`
+}
+
+// Day is the day's date as a time at 00:00 UTC.
+func (d DayUsage) Day() (time.Time, error) {
+	return time.Parse(time.DateOnly, d.Date)
+}
+
+// DailyUsage returns the usage per UTC day, oldest first, one entry per
+// day (a day without usage is zero), the last one today. A standard or
+// service key may ask for itself or its own workspace only (403 otherwise);
+// a management key for any key or workspace of its user (404 for one it
+// does not have).
+func (c *Client) DailyUsage(ctx context.Context, q DailyQuery) ([]DayUsage, error) {
+	query := url.Values{}
+	if q.Days != 0 {
+		query.Set("days", strconv.Itoa(q.Days))
+	}
+	if q.Workspace != "" {
+		query.Set("workspace_id", q.Workspace)
+	}
+	if q.KeyHash != "" {
+		query.Set("key", q.KeyHash)
+	}
+	var out struct {
+		Data []DayUsage `json:"data"`
+	}
+	if err := c.getJSON(ctx, "/usage/daily", query, &out); err != nil {
+		return nil, err
+	}
+	return out.Data, nil
 }

@@ -175,6 +175,12 @@ func (a *API) router() *chi.Mux {
 			// Service keys report what the requests they ran cost.
 			r.Post(apiPrefix+"/usage", a.keyed(a.reportUsage))
 			r.Post(apiPrefix+"/keys/{hash}/usage", a.keyed(a.reportKeyUsage))
+			// The history of spend is behind the 402 like every route but
+			// GET /key: the contract exempts that one alone, and it already
+			// tells a refused key why (its limit, its usage in the current
+			// day, week and month). A refused key waits for its window to
+			// reset, or for its limit to be raised, to read past days.
+			r.Get(apiPrefix+"/usage/daily", a.keyed(a.dailyUsage))
 
 			r.Group(func(r chi.Router) {
 				r.Use(requireManagement(a.log))

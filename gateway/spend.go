@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ type SpendService interface {
 	ReportBatch(ctx context.Context, caller *keys.APIKey, body []byte) (spend.Result, error)
 	ReportOne(ctx context.Context, caller *keys.APIKey, keyID string, body []byte) (spend.Result, error)
 	KeyUsage(ctx context.Context, ids []string) (map[string]spend.Usage, error)
+	DailyUsage(ctx context.Context, caller *keys.APIKey, q spend.DailyQuery, lookup spend.WorkspaceLookup) ([]spend.DayUsage, error)
 	Budgets(ctx context.Context, workspaceID string) (spend.BudgetView, error)
 	Budget(ctx context.Context, workspaceID string, iv spend.Interval) (spend.Budget, bool, error)
 	PutBudget(ctx context.Context, workspaceID string, iv spend.Interval, body []byte) (spend.Budget, bool, bool, error)
@@ -122,6 +124,65 @@ func (a *API) usageError(err error) error {
 		a.spendMetrics.reports.WithLabelValues("refused").Inc()
 	}
 	return err
+}
+
+// dailyUsage answers GET /usage/daily: the caller's usage per UTC day, of
+// one key, one workspace or all of its user's keys, as spend.ResolveScope
+// allows.
+func (a *API) dailyUsage(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
+	if a.spend == nil {
+		return errUnavailable
+	}
+	q, err := parseDailyQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	days, err := a.spend.DailyUsage(r.Context(), caller, q, a.workspaceID)
+	if err != nil {
+		return err
+	}
+	out := make([]dayView, len(days))
+	for i, d := range days {
+		out[i] = dayView{Date: d.Date.Format(time.DateOnly), Usage: d.Cost, BYOKUsage: d.BYOK}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Data []dayView `json:"data"`
+	}{out})
+	return nil
+}
+
+// dayView is one day of GET /usage/daily: amounts encoded as the Key
+// resource's usage fields are, exact to the millionth.
+type dayView struct {
+	Date      string       `json:"date"`
+	Usage     money.Micros `json:"usage"`
+	BYOKUsage money.Micros `json:"byok_usage"`
+}
+
+// parseDailyQuery reads days, workspace_id and key.
+func parseDailyQuery(query url.Values) (spend.DailyQuery, error) {
+	q := spend.DailyQuery{Days: spend.DefaultHistoryDays}
+	err := readQuery(query, map[string]func(string) error{
+		"days":         intParam("days", &q.Days, 1, spend.MaxHistoryDays),
+		"workspace_id": workspaceParam(&q.Workspace),
+		"key": func(v string) error {
+			if v == "" || len(v) > 64 {
+				return badRequest(map[string]any{"key": "must be a key hash"})
+			}
+			q.KeyID = v
+			return nil
+		},
+	})
+	return q, err
+}
+
+// workspaceID resolves a workspace id or slug of userID (spend.WorkspaceLookup).
+func (a *API) workspaceID(ctx context.Context, userID, ref string) (string, error) {
+	if a.workspaces == nil {
+		return "", errUnavailable
+	}
+	ws, err := a.workspaces.Get(ctx, userID, ref)
+	return ws.ID, err
 }
 
 // viewKeyWithUsage is the Key resource with its usage sums.

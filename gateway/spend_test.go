@@ -2,14 +2,18 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/money"
 	"github.com/aigateway/gateway/spend"
 	"github.com/aigateway/gateway/workspace"
 )
@@ -72,5 +76,186 @@ func TestPutBudgetStatus(t *testing.T) {
 	}
 	if rec := do(t, h, "PUT", apiPrefix+"/workspaces/w1/budgets/yearly", "management", strings.NewReader(`{"limit_usd":1}`)); rec.Code != http.StatusBadRequest {
 		t.Errorf("unknown interval: %d", rec.Code)
+	}
+}
+
+// historyStore holds the usage of the keys of two users on one day, and
+// answers the history of a scope from it; the rules are spend's own.
+type historyStore struct {
+	spend.Store
+	keyOf map[string]map[string]string // user -> key -> workspace
+}
+
+func (h historyStore) KeysOf(_ context.Context, userID string, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, id := range ids {
+		if ws, ok := h.keyOf[userID][id]; ok {
+			out[id] = ws
+		}
+	}
+	return out, nil
+}
+
+// DailyUsage gives each scope a cost of its own, so the answer shows which
+// scope was summed: 1 for a key, 2 for a workspace, 3 for a user.
+func (h historyStore) DailyUsage(_ context.Context, scope spend.DailyScope, _, last int64) ([]spend.DaySum, error) {
+	cost := money.Micros(3_000_000)
+	switch {
+	case scope.KeyID != "":
+		cost = 1_000_001
+	case scope.WorkspaceID != "":
+		cost = 2_000_000
+	}
+	return []spend.DaySum{{Day: last, Cost: cost, BYOK: 250_000}}, nil
+}
+
+// userWorkspaces resolves the workspaces of u1 (w1 "team", w2 "lab") and
+// u2 (w9 "theirs") by id or slug.
+type userWorkspaces struct{ WorkspaceService }
+
+func (userWorkspaces) Get(_ context.Context, userID, ref string) (workspace.Workspace, error) {
+	for _, w := range []workspace.Workspace{
+		{ID: "11111111-1111-4111-8111-111111111111", Slug: "team", CreatedBy: "u1"},
+		{ID: "22222222-2222-4222-8222-222222222222", Slug: "lab", CreatedBy: "u1"},
+		{ID: "99999999-9999-4999-8999-999999999999", Slug: "theirs", CreatedBy: "u2"},
+	} {
+		if w.CreatedBy == userID && (w.ID == ref || w.Slug == ref) {
+			return w, nil
+		}
+	}
+	return workspace.Workspace{}, workspace.ErrNotFound
+}
+
+func TestDailyUsageRoute(t *testing.T) {
+	const (
+		team, lab, theirs      = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", "99999999-9999-4999-8999-999999999999"
+		own, sibling, foreign  = "00000000000000a1", "00000000000000a2", "00000000000000b1"
+		unknown                = "00000000000000ff"
+		management, standard   = "mgmt", "std"
+		service, otherStandard = "svc", "other"
+	)
+	auth := fakeAuth{
+		management:    {ID: "00000000000000c1", UserID: "u1", Role: keys.RoleManagement},
+		standard:      {ID: own, UserID: "u1", Role: keys.RoleStandard, WorkspaceID: team},
+		service:       {ID: "00000000000000d1", UserID: "u1", Role: keys.RoleService},
+		otherStandard: {ID: foreign, UserID: "u2", Role: keys.RoleStandard, WorkspaceID: theirs},
+	}
+	store := historyStore{keyOf: map[string]map[string]string{
+		"u1": {own: team, sibling: lab},
+		"u2": {foreign: theirs},
+	}}
+	api, _ := newTestAPI(t, Options{Auth: auth, Spend: spend.NewService(store, nil), Workspaces: userWorkspaces{}})
+	h := api.Handler()
+
+	// The IDOR table: own, another user's and unknown keys and workspaces,
+	// asked by a management and a standard key. Another user's id answers
+	// exactly as an unknown one.
+	cases := []struct {
+		token, query string
+		status       int
+		usage        float64 // of the last day, when 200
+	}{
+		{management, "", 200, 3},
+		{management, "?key=" + own, 200, 1.000001},
+		{management, "?key=" + sibling, 200, 1.000001},
+		{management, "?key=" + foreign, 404, 0},
+		{management, "?key=" + unknown, 404, 0},
+		{management, "?workspace_id=" + team, 200, 2},
+		{management, "?workspace_id=lab", 200, 2},
+		{management, "?workspace_id=" + theirs, 404, 0},
+		{management, "?workspace_id=theirs", 404, 0},
+		{management, "?workspace_id=nowhere", 404, 0},
+
+		{standard, "", 200, 1.000001},
+		{standard, "?key=" + own, 200, 1.000001},
+		{standard, "?workspace_id=team", 200, 2},
+		{standard, "?key=" + sibling, 403, 0},
+		{standard, "?key=" + foreign, 403, 0},
+		{standard, "?key=" + unknown, 403, 0},
+		{standard, "?workspace_id=" + lab, 403, 0},
+		{standard, "?workspace_id=" + theirs, 403, 0},
+		{standard, "?workspace_id=nowhere", 403, 0},
+
+		{service, "", 200, 1.000001},
+		{service, "?key=" + own, 403, 0},
+		{service, "?workspace_id=" + team, 403, 0},
+
+		// The other user asking for u1's ids gets what u1 gets for theirs.
+		{otherStandard, "?key=" + own, 403, 0},
+		{otherStandard, "?workspace_id=" + team, 403, 0},
+	}
+	for _, c := range cases {
+		rec := do(t, h, "GET", apiPrefix+"/usage/daily"+c.query, c.token, nil)
+		if rec.Code != c.status {
+			t.Errorf("%s %s: %d %s, want %d", c.token, c.query, rec.Code, rec.Body, c.status)
+			continue
+		}
+		if c.status != http.StatusOK {
+			env := decodeEnvelope(t, rec)
+			if want := map[int]string{403: msgManagementOnly, 404: msgNotFound}[c.status]; env.Error.Message != want {
+				t.Errorf("%s %s: message %q, want %q", c.token, c.query, env.Error.Message, want)
+			}
+			continue
+		}
+		var body struct {
+			Data []struct {
+				Date      string      `json:"date"`
+				Usage     json.Number `json:"usage"`
+				BYOKUsage json.Number `json:"byok_usage"`
+			} `json:"data"`
+		}
+		dec := json.NewDecoder(rec.Body)
+		dec.UseNumber()
+		if err := dec.Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		if len(body.Data) != spend.DefaultHistoryDays {
+			t.Fatalf("%s %s: %d days, want %d", c.token, c.query, len(body.Data), spend.DefaultHistoryDays)
+		}
+		last := body.Data[len(body.Data)-1]
+		if last.Date != time.Now().UTC().Format(time.DateOnly) || last.Usage.String() != strconv.FormatFloat(c.usage, 'f', -1, 64) ||
+			last.BYOKUsage.String() != "0.25" || body.Data[0].Usage.String() != "0" {
+			t.Errorf("%s %s: first %+v, last %+v; want today's usage %v", c.token, c.query, body.Data[0], last, c.usage)
+		}
+	}
+}
+
+func TestDailyUsageQuery(t *testing.T) {
+	api, _ := newTestAPI(t, Options{Spend: spend.NewService(historyStore{}, nil), Workspaces: userWorkspaces{}})
+	h := api.Handler()
+	for query, field := range map[string]string{
+		"?days=0":                     "days",
+		"?days=91":                    "days",
+		"?days=7.5":                   "days",
+		"?days=+7":                    "days",
+		"?days=7&days=8":              "days",
+		"?key=":                       "key",
+		"?workspace_id=":              "workspace_id",
+		"?limit=5":                    "limit",
+		"?workspace_id=team&key=abcd": "key",
+	} {
+		rec := do(t, h, "GET", apiPrefix+"/usage/daily"+query, "management", nil)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", query, rec.Code, rec.Body)
+			continue
+		}
+		env := decodeEnvelope(t, rec)
+		fields, _ := env.Error.Metadata["fields"].(map[string]any)
+		if rec.Code != http.StatusBadRequest || fields[field] == nil {
+			t.Errorf("%s: %d %s, want a 400 naming %s", query, rec.Code, rec.Body, field)
+		}
+	}
+	for query, days := range map[string]int{"": 30, "?days=1": 1, "?days=90": 90} {
+		rec := do(t, h, "GET", apiPrefix+"/usage/daily"+query, "management", nil)
+		var body struct{ Data []json.RawMessage }
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != 200 || len(body.Data) != days {
+			t.Errorf("%q: %d, %d days, want %d", query, rec.Code, len(body.Data), days)
+		}
+	}
+	// A key refused for spend is refused here too (only GET /key is not).
+	api, _ = newTestAPI(t, Options{Spend: spend.NewService(historyStore{}, nil),
+		SpendGuard: guardOf{standardKey.ID: &spend.KeyLimitError{Limit: 1}}})
+	if rec := do(t, api.Handler(), "GET", apiPrefix+"/usage/daily", "standard", nil); rec.Code != http.StatusPaymentRequired {
+		t.Errorf("a key over its limit: %d, want 402", rec.Code)
 	}
 }

@@ -32,6 +32,10 @@ type Store interface {
 	RecordUsage(ctx context.Context, reports []Recorded) (accepted int, err error)
 	// KeyUsage sums the usage of each key in ids in the windows of w.
 	KeyUsage(ctx context.Context, ids []string, w Windows) (map[string]Usage, error)
+	// DailyUsage sums the usage of scope per UTC day, for the days first
+	// to last (inclusive, as Day numbers them), in one query; days without
+	// usage may be left out.
+	DailyUsage(ctx context.Context, scope DailyScope, first, last int64) ([]DaySum, error)
 	// Standings returns every key with a limit and every budget, with
 	// their usage in the windows of w.
 	Standings(ctx context.Context, w Windows) ([]KeyStanding, []BudgetStanding, error)

@@ -71,6 +71,7 @@ func runContract(t *testing.T, b backend) {
 		{"Console/SignOut", testSignOut},
 		{"Usage/Budgets", testBudgets},
 		{"Usage/KeyStanding", testKeyStanding},
+		{"Usage/Daily", testUsageDaily},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -240,6 +240,51 @@ func (s *Store) KeyUsage(ctx context.Context, ids []string, w spend.Windows) (_ 
 	return out, nil
 }
 
+// DailyUsage sums scope's usage per day from first to last, in one
+// grouped query on usage_days: by its primary key (key_id, day) for one
+// key, by usage_days_workspace for a workspace, both for a user (the days of
+// its workspaces, which keep the rows of its deleted keys, and of the keys
+// it holds outside any workspace).
+func (s *Store) DailyUsage(ctx context.Context, scope spend.DailyScope, first, last int64) (_ []spend.DaySum, err error) {
+	defer s.classify(&err)
+	var (
+		where string
+		arg   any
+	)
+	switch {
+	case scope.KeyID != "":
+		where, arg = `u.key_id = $3`, scope.KeyID
+	case scope.WorkspaceID != "":
+		ws, ok := canonicalUUID(scope.WorkspaceID)
+		if !ok {
+			return nil, nil
+		}
+		where, arg = `u.workspace_id = $3`, ws
+	default:
+		where, arg = `(u.workspace_id IN (SELECT id FROM workspaces WHERE created_by = $3)
+			OR u.key_id IN (SELECT id FROM api_keys WHERE user_id = $3))`, scope.UserID
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT u.day, CAST(SUM(u.cost) AS BIGINT), CAST(SUM(u.byok_cost) AS BIGINT)
+		FROM usage_days u WHERE u.day >= $1 AND u.day <= $2 AND `+where+`
+		GROUP BY u.day ORDER BY u.day`, first, last, arg)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: daily usage: %w", err)
+	}
+	defer rows.Close()
+	var out []spend.DaySum
+	for rows.Next() {
+		var d spend.DaySum
+		if err := rows.Scan(&d.Day, (*int64)(&d.Cost), (*int64)(&d.BYOK)); err != nil {
+			return nil, fmt.Errorf("sqlstore: daily usage: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: daily usage: %w", err)
+	}
+	return out, nil
+}
+
 // Standings returns every key with a limit and every budget with their
 // usage: two grouped queries, whatever the request rate.
 func (s *Store) Standings(ctx context.Context, w spend.Windows) (_ []spend.KeyStanding, _ []spend.BudgetStanding, err error) {

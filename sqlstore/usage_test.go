@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,5 +181,80 @@ func testKeyStanding(t *testing.T, b backend) {
 	ks, _, _ = s.Standings(ctx, spend.WindowsAt(at.AddDate(0, 0, 1)))
 	if len(ks) != 1 || ks[0].Usage.Daily != 0 || ks[0].Usage.Total != 2_500_000 {
 		t.Fatalf("tomorrow: %+v", ks)
+	}
+}
+
+// testUsageDaily: the sums per day of one key, of one workspace (its
+// deleted keys included) and of all of a user's keys, within the days
+// asked for and nothing of another user's.
+func testUsageDaily(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	mustUser(t, s, "bob")
+	team := mustWorkspace(t, s, "alice", "team")
+	lab := mustWorkspace(t, s, "alice", "lab")
+	theirs := mustWorkspace(t, s, "bob", "team")
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC) // the last day of a month
+	k1 := mustRoleKey(t, s, "alice", keys.RoleStandard, team.ID, at)
+	k2 := mustRoleKey(t, s, "alice", keys.RoleStandard, team.ID, at)
+	k3 := mustRoleKey(t, s, "alice", keys.RoleStandard, lab.ID, at)
+	mgmt := mustRoleKey(t, s, "alice", keys.RoleManagement, "", at)
+	kb := mustRoleKey(t, s, "bob", keys.RoleStandard, theirs.ID, at)
+	n := 0
+	report := func(user string, k keys.APIKey, cost money.Micros, byok bool, when time.Time) spend.Recorded {
+		n++
+		return spend.Recorded{UserID: user, WorkspaceID: k.WorkspaceID,
+			Report: spend.Report{ID: fmt.Sprintf("r%d", n), KeyID: k.ID, Cost: cost, BYOK: byok, At: when}}
+	}
+	dec1 := at.AddDate(0, 0, 1)
+	if _, err := s.RecordUsage(ctx, []spend.Recorded{
+		report("alice", k1, 1_000_000, false, at),
+		report("alice", k1, 250_000, true, at.Add(time.Hour)),
+		report("alice", k2, 2, false, dec1),
+		report("alice", k3, 30, true, dec1),
+		report("alice", mgmt, 400, false, dec1),
+		report("alice", k1, 7, false, at.AddDate(0, 0, -5)), // before the days asked for
+		report("bob", kb, 999, false, dec1),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A deleted key's days stay its workspace's and its user's.
+	if err := s.DeleteKey(ctx, "alice", k2.ID, dec1); err != nil {
+		t.Fatal(err)
+	}
+	first, last := spend.Day(at)-1, spend.Day(dec1)
+	cases := []struct {
+		name  string
+		scope spend.DailyScope
+		want  []spend.DaySum
+	}{
+		{"key", spend.DailyScope{UserID: "alice", KeyID: k1.ID},
+			[]spend.DaySum{{Day: spend.Day(at), Cost: 1_250_000, BYOK: 250_000}}},
+		{"deleted key", spend.DailyScope{UserID: "alice", KeyID: k2.ID},
+			[]spend.DaySum{{Day: spend.Day(dec1), Cost: 2}}},
+		{"workspace", spend.DailyScope{UserID: "alice", WorkspaceID: team.ID},
+			[]spend.DaySum{{Day: spend.Day(at), Cost: 1_250_000, BYOK: 250_000}, {Day: spend.Day(dec1), Cost: 2}}},
+		{"workspace in capitals", spend.DailyScope{UserID: "alice", WorkspaceID: strings.ToUpper(lab.ID)},
+			[]spend.DaySum{{Day: spend.Day(dec1), Cost: 30, BYOK: 30}}},
+		{"user", spend.DailyScope{UserID: "alice"},
+			[]spend.DaySum{{Day: spend.Day(at), Cost: 1_250_000, BYOK: 250_000}, {Day: spend.Day(dec1), Cost: 432, BYOK: 30}}},
+		{"other user", spend.DailyScope{UserID: "bob"}, []spend.DaySum{{Day: spend.Day(dec1), Cost: 999}}},
+		{"nobody", spend.DailyScope{UserID: "carol"}, nil},
+		{"not a workspace id", spend.DailyScope{UserID: "alice", WorkspaceID: "team"}, nil},
+	}
+	for _, c := range cases {
+		got, err := s.DailyUsage(ctx, c.scope, first, last)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %+v\nwant %+v", c.name, got, c.want)
+		}
+	}
+	// The range bounds both ends: one day only.
+	got, err := s.DailyUsage(ctx, spend.DailyScope{UserID: "alice"}, spend.Day(dec1), spend.Day(dec1))
+	if err != nil || len(got) != 1 || got[0].Day != spend.Day(dec1) {
+		t.Errorf("the last day alone: %+v, %v", got, err)
 	}
 }

@@ -286,7 +286,37 @@ func TestInTheBrowser(t *testing.T) {
 	if v := meter("key-meter-0"); v != 2.5 {
 		t.Errorf("key limit bar after $2.50 of usage: %v, want 2.5", v)
 	}
+	// The workspace's chart of spend per day has a bar for today, and
+	// only today, of that height.
+	todayBar := func(chart string) {
+		t.Helper()
+		sel := "#" + chart + ` g.day[data-date="` + time.Now().UTC().Format(time.DateOnly) + `"] rect.spend`
+		run("chart", chromedp.WaitVisible(chromedp.CSS("#"+chart+" svg")))
+		bars := evalJS[[]float64](t, ctx, `Array.from(document.querySelectorAll('#`+chart+` rect.spend')).map(r => r.height.baseVal.value)`)
+		height := evalJS[float64](t, ctx, `document.querySelector(`+jsString(sel)+`).height.baseVal.value`)
+		usage := evalJS[string](t, ctx, `document.querySelector(`+jsString(sel)+`).dataset.usage`)
+		nonZero := 0
+		for _, h := range bars {
+			if h > 0 {
+				nonZero++
+			}
+		}
+		if len(bars) != 30 || height <= 0 || usage != "2.5" || nonZero != 1 {
+			t.Errorf("%s: %d bars, %d of them not empty; today's is %v high for %q, want one bar of 2.5", chart, len(bars), nonZero, height, usage)
+		}
+		// The figures are there in words too, for those who cannot see it.
+		if desc := text("#" + chart + " figcaption"); !strings.Contains(desc, "$2.50 spent") {
+			t.Errorf("%s: the chart's summary says %q", chart, desc)
+		}
+	}
+	todayBar("ws-chart")
 	shoot("budgets")
+	run("key chart",
+		chromedp.Navigate(g.URL+"/console/keys?chart="+keyHash),
+		chromedp.WaitVisible(chromedp.CSS(`#key-chart-heading`)),
+	)
+	todayBar("key-chart")
+	shoot("keys-chart")
 
 	// The other pages, for the screenshots and to see they render.
 	models, err := api.QueryModels(ctx, client.ModelQuery{Limit: 1})
@@ -355,6 +385,10 @@ func TestInTheBrowser(t *testing.T) {
 		chromedp.Submit(chromedp.CSS(`#key`)),
 		chromedp.WaitVisible(chromedp.CSS(`#upload`)),
 	)
+	// A standard key sees its own spend per day.
+	run("own usage", chromedp.Navigate(g.URL+"/console/usage"), chromedp.WaitVisible(chromedp.CSS(`dl.facts`)))
+	todayBar("key-chart")
+	shoot("usage-standard")
 	if _, err := api.UpdateKey(ctx, keyHash, client.KeyUpdate{Disabled: client.Set(true)}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,10 @@ type budgetsData struct {
 	Budgets     []budgetBar
 	KeyLimits   []keyBar
 	Intervals   []string
+	// Chart is the workspace's spend per day; ChartNote says why it is
+	// missing when the API refused it.
+	Chart     *dayChart
+	ChartNote string
 }
 
 // budgetBar is one budget with what its workspace's keys spent in the
@@ -69,6 +73,15 @@ func (c *Console) budgets(v *visit) error {
 		return err
 	}
 	d.IncludeBYOK = includeBYOK
+	name := ws
+	for _, ch := range choices {
+		if ch.Selected {
+			name = ch.Name
+		}
+	}
+	if d.Chart, d.ChartNote, err = v.chartOf("ws-chart", chartTitle("workspace “"+name+"”"), client.DailyQuery{Workspace: ws}); err != nil {
+		return err
+	}
 	var keys []client.Key
 	for k, err := range v.api.Keys(v.ctx(), client.KeyQuery{IncludeDisabled: true, Workspace: ws}) {
 		if err != nil {

@@ -23,6 +23,11 @@ type keysData struct {
 	// Created is a key just made, with its secret: shown on this answer
 	// only, never stored and never shown again.
 	Created *client.CreatedKey
+	// Chart is the spend per day of the key chosen with ?chart=<hash>
+	// (ChartKey names it); ChartNote says why it is missing.
+	Chart     *dayChart
+	ChartKey  string
+	ChartNote string
 }
 
 // limitResets are the windows of a key's spending limit ("" is lifetime).
@@ -65,6 +70,18 @@ func (c *Console) showKeys(v *visit, status int, created *client.CreatedKey) err
 		d.Workspaces = append(d.Workspaces, workspaceChoice{ID: w.ID, Name: w.Name, Slug: w.Slug, Selected: w.ID == ws})
 	}
 	d.Pager = offsetPager("/console/keys", url.Values{"workspace": {ws}}, offset, keysPerPage, len(list), -1)
+	if hash := v.r.URL.Query().Get("chart"); hash != "" {
+		name := hash
+		for _, k := range list {
+			if k.Hash == hash {
+				name = k.Name + " (" + k.Label + ")"
+			}
+		}
+		d.ChartKey = name
+		if d.Chart, d.ChartNote, err = v.chartOf("key-chart", chartTitle("key “"+name+"”"), client.DailyQuery{KeyHash: hash}); err != nil {
+			return err
+		}
+	}
 	title := "API keys"
 	v.c.render(v.w, status, "keys", v.view(title, "keys", d))
 	return nil
@@ -147,8 +164,19 @@ func (c *Console) changeKey(v *visit) error {
 	return v.done(back, ok, err)
 }
 
+// usageData is the signed-in key's spend per day, or why it is missing.
+type usageData struct {
+	Chart     *dayChart
+	ChartNote string
+}
+
 // usage shows the signed-in key's own spending and limit: what a standard
 // key may see of usage.
 func (c *Console) usage(v *visit) error {
-	return v.show("usage", "Your key", "usage", nil)
+	var d usageData
+	var err error
+	if d.Chart, d.ChartNote, err = v.chartOf("key-chart", chartTitle("this key"), client.DailyQuery{KeyHash: v.me.Hash}); err != nil {
+		return err
+	}
+	return v.show("usage", "Your key", "usage", d)
 }

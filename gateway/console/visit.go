@@ -34,6 +34,7 @@ func (v *visit) ctx() context.Context { return withClient(v.r.Context(), v.r) }
 
 // whoami is the signed-in key as GET /key describes it.
 type whoami struct {
+	Hash           string   `json:"hash"`
 	Label          string   `json:"label"`
 	WorkspaceID    *string  `json:"workspace_id"`
 	Management     bool     `json:"is_management_key"`
