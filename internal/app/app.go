@@ -14,7 +14,7 @@ import (
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/gateway"
 	"github.com/aigateway/gateway/gateway/accesslog"
-	"github.com/aigateway/gateway/gateway/console"
+	"github.com/aigateway/gateway/console"
 	"github.com/aigateway/gateway/internal/config"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/keys/seal"

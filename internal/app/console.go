@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aigateway/gateway/gateway/console"
+	"github.com/aigateway/gateway/console"
 	"github.com/aigateway/gateway/keys"
 )
 

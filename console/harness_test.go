@@ -38,7 +38,7 @@ func testConfig(t testing.TB) config.Config {
 	dir := t.TempDir()
 	c.Metadata = config.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
 	c.Storage.FS.Dir = filepath.Join(dir, "files")
-	c.Catalog.Path = "../../configs/models.yaml"
+	c.Catalog.Path = "../configs/models.yaml"
 	c.Files.Downloadable = true
 	c.Log.Level = "warn"
 	c.Sweeper.Interval = 0
