@@ -11,10 +11,10 @@ import (
 
 	"github.com/aigateway/gateway/catalog"
 	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/console"
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/gateway"
 	"github.com/aigateway/gateway/gateway/accesslog"
-	"github.com/aigateway/gateway/console"
 	"github.com/aigateway/gateway/internal/config"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/keys/seal"
