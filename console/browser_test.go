@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // screenshotsVar names a directory to write screenshots of every page into,
@@ -85,9 +86,21 @@ func TestInTheBrowser(t *testing.T) {
 		}
 		return s
 	}
+	// Every control of every page shown has a label a screen reader reads.
+	labelled := func(name string) {
+		t.Helper()
+		unlabelled, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](unlabelledControls))
+		if err != nil {
+			t.Fatalf("%s: find unlabelled controls: %v", name, err)
+		}
+		if len(unlabelled) > 0 {
+			t.Errorf("%s: controls without a label: %q", name, unlabelled)
+		}
+	}
 	shots := os.Getenv(screenshotsVar)
 	shoot := func(name string) {
 		t.Helper()
+		labelled(name)
 		if shots == "" {
 			return
 		}
@@ -111,9 +124,24 @@ func TestInTheBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#key`)),
 	)
 	shoot("sign-in")
+	// With the keyboard alone: Tab until the key's field has the focus,
+	// type the key, Enter.
+	for tabs := 0; ; tabs++ {
+		focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement ? document.activeElement.id : ""`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if focused == "key" {
+			break
+		}
+		if tabs == 10 {
+			t.Fatalf("the key's field is not reached with Tab (focus on %q)", focused)
+		}
+		run("tab", chromedp.KeyEvent(kb.Tab))
+	}
 	run("sign in",
-		chromedp.SendKeys(chromedp.CSS(`#key`), g.Management),
-		chromedp.Submit(chromedp.CSS(`#key`)),
+		chromedp.KeyEvent(g.Management),
+		chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(`#ws-name`)),
 	)
 
@@ -455,3 +483,9 @@ func crossSiteForm(t *testing.T, console string) string {
 func jsString(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`).Replace(s) + "'"
 }
+
+// unlabelledControls lists the visible form controls of the page that have
+// no label: no <label> for them, no aria-label, no aria-labelledby.
+const unlabelledControls = `[...document.querySelectorAll("input:not([type=hidden]), select, textarea")]
+	.filter(e => !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !e.getAttribute("aria-labelledby"))
+	.map(e => e.name || e.id || e.type)`
