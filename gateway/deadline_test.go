@@ -106,3 +106,31 @@ func TestChunkedRequestClosesConnection(t *testing.T) {
 		t.Errorf("%d answers on the connection, want 1 (the smuggled request was served):\n%s", n, got)
 	}
 }
+
+// A handler mounted beside the API through Guard (the console) has the
+// API's body deadline: a form that never arrives is cut, not held open,
+// and the exchange is logged under the mount's name.
+func TestGuardedHandlerHasTheBodyDeadline(t *testing.T) {
+	t.Parallel() // real sockets and real deadlines: waits that can overlap
+	api, logs := newTestAPI(t, Options{BodyReadTimeout: 200 * time.Millisecond})
+	form := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, "form did not arrive", http.StatusRequestTimeout)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	srv := httptest.NewServer(api.Guard("/console/", form))
+	defer srv.Close()
+	start := time.Now()
+	got := rawRequest(t, srv, "POST /console/sign-in HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\nkey=", 5*time.Second)
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("closed after %s, before the body deadline", d)
+	}
+	if !strings.HasPrefix(got, "HTTP/1.1 408") {
+		t.Errorf("answer %q, want 408", got)
+	}
+	if n := logs.FilterMessage("request").FilterField(zap.String("route", "/console/")).Len(); n != 1 {
+		t.Errorf("%d access log lines under the mount's route, want 1", n)
+	}
+}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
@@ -70,7 +71,7 @@ func observe(o *observation) func(http.Handler) http.Handler {
 
 // record writes the access log line and the metrics of one request.
 func (o *observation) record(r *http.Request, st *requestState, start time.Time, elapsed time.Duration) {
-	route := "unmatched"
+	route := cmp.Or(st.mount, "unmatched")
 	if rc := chi.RouteContext(r.Context()); rc != nil {
 		// The routes are flat, so one pattern is the whole route; joining
 		// (RoutePattern) would allocate on every request.

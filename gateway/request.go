@@ -29,6 +29,9 @@ type requestState struct {
 	id    string
 	key   *keys.APIKey
 	body  *bodyClock // nil for a request without a body
+	// mount names the handler mounted beside the API (see API.Guard), for
+	// the access log and the metrics, where the router has no route.
+	mount string
 	// idHeader and etagHeader back the values of X-Request-Id and ETag: one
 	// allocation less per request each than slices of their own.
 	idHeader   [1]string

@@ -219,6 +219,20 @@ func (a *API) router() *chi.Mux {
 	return r
 }
 
+// Guard serves h, a handler mounted beside the API (the console), inside
+// the API's outer middleware: request ids, panic recovery, the access log
+// and metrics under route, and the body read deadline with its lingering
+// close, so a body that stalls there is cut as it is on the API's routes.
+func (a *API) Guard(route string, h http.Handler) http.Handler {
+	guarded := guardBody(a.bodyTimeout, a.lingering)(h)
+	return observe(a.observation)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if st := stateOf(r.Context()); st != nil {
+			st.mount = route
+		}
+		guarded.ServeHTTP(w, r)
+	}))
+}
+
 // DefaultBodyReadTimeout is the read deadline of a request body when the
 // configuration sets none: ample for a JSON body on any link.
 const DefaultBodyReadTimeout = 30 * time.Second

@@ -220,7 +220,7 @@ func (a *App) build(ctx context.Context) error {
 		return err
 	}
 	if a.console != nil {
-		a.handler = withConsole(a.handler, a.console)
+		a.handler = withConsole(a.handler, a.api.Guard(console.Prefix, a.console))
 	}
 	return nil
 }
