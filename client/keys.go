@@ -114,10 +114,24 @@ func (c *Client) GetKey(ctx context.Context, hash string) (*Key, error) {
 	return &out.Data, nil
 }
 
+// OwnKey is a key's view of itself (GET /key): the Key, and what only the
+// key itself is told.
+type OwnKey struct {
+	Key
+	IsManagementKey bool      `json:"is_management_key"`
+	RateLimit       RateLimit `json:"rate_limit"`
+}
+
+// RateLimit is the request rate a key is held to.
+type RateLimit struct {
+	Requests int    `json:"requests"`
+	Interval string `json:"interval"`
+}
+
 // CurrentKey returns the calling key's own view (any key).
-func (c *Client) CurrentKey(ctx context.Context) (*Key, error) {
+func (c *Client) CurrentKey(ctx context.Context) (*OwnKey, error) {
 	var out struct {
-		Data Key `json:"data"`
+		Data OwnKey `json:"data"`
 	}
 	if err := c.getJSON(ctx, "/key", nil, &out); err != nil {
 		return nil, err

@@ -57,7 +57,7 @@ func spentIn(k client.Key, interval string, includeBYOK bool) float64 {
 }
 
 func (c *Console) budgets(v *visit) error {
-	if !v.me.Management {
+	if !v.me.IsManagementKey {
 		return needManagement
 	}
 	ws, choices, err := v.pickWorkspace()

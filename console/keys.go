@@ -51,7 +51,7 @@ func (c *Console) keys(v *visit) error {
 }
 
 func (c *Console) showKeys(v *visit, status int, created *client.CreatedKey) error {
-	if !v.me.Management {
+	if !v.me.IsManagementKey {
 		return needManagement
 	}
 	ws := v.r.URL.Query().Get("workspace")

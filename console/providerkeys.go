@@ -22,7 +22,7 @@ var providerNames = []string{"openai", "anthropic"}
 const maxProviderKeysShown = 500
 
 func (c *Console) providerKeys(v *visit) error {
-	if !v.me.Management {
+	if !v.me.IsManagementKey {
 		return needManagement
 	}
 	ws, choices, err := v.pickWorkspace()

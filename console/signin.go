@@ -18,7 +18,7 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 	if v == nil {
 		return
 	}
-	if v.me.Management {
+	if v.me.IsManagementKey {
 		http.Redirect(w, r, "/console/workspaces", http.StatusSeeOther)
 		return
 	}

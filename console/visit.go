@@ -33,25 +33,7 @@ type visit struct {
 func (v *visit) ctx() context.Context { return withClient(v.r.Context(), v.r) }
 
 // whoami is the signed-in key as GET /key describes it.
-type whoami struct {
-	Hash           string   `json:"hash"`
-	Label          string   `json:"label"`
-	WorkspaceID    *string  `json:"workspace_id"`
-	Management     bool     `json:"is_management_key"`
-	Limit          *float64 `json:"limit"`
-	LimitRemaining *float64 `json:"limit_remaining"`
-	LimitReset     *string  `json:"limit_reset"`
-	Usage          float64  `json:"usage"`
-	UsageDaily     float64  `json:"usage_daily"`
-	UsageWeekly    float64  `json:"usage_weekly"`
-	UsageMonthly   float64  `json:"usage_monthly"`
-	BYOKUsage      float64  `json:"byok_usage"`
-	ExpiresAt      *string  `json:"expires_at"`
-	RateLimit      struct {
-		Requests int    `json:"requests"`
-		Interval string `json:"interval"`
-	} `json:"rate_limit"`
-}
+type whoami struct{ client.OwnKey }
 
 // LimitValue is the key's limit (0 without one).
 func (m *whoami) LimitValue() float64 {
@@ -139,13 +121,11 @@ func readAPIError(resp *http.Response) *client.Error {
 
 // whoami asks the API who key is; a key that no longer works is a 401.
 func (c *Console) whoami(ctx context.Context, key string) (*whoami, error) {
-	var out struct {
-		Data whoami `json:"data"`
-	}
-	if err := c.call(ctx, key, http.MethodGet, "/api/v1/key", nil, nil, &out); err != nil {
+	k, err := c.client(key).CurrentKey(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return &out.Data, nil
+	return &whoami{*k}, nil
 }
 
 // begin opens the browser's session and checks its key with the API. It

@@ -139,9 +139,9 @@ const maxWorkspaceChoices = 100
 // A standard key acts in its own workspace only: no choices, and its id.
 func (v *visit) pickWorkspace() (string, []workspaceChoice, error) {
 	want := v.r.URL.Query().Get("workspace")
-	if !v.me.Management {
-		if v.me.WorkspaceID != nil {
-			return *v.me.WorkspaceID, nil, nil
+	if !v.me.IsManagementKey {
+		if v.me.WorkspaceID != "" {
+			return v.me.WorkspaceID, nil, nil
 		}
 		return "", nil, nil
 	}

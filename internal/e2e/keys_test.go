@@ -34,7 +34,7 @@ func TestClientKeys(t *testing.T) {
 
 	// The new key sees itself; bob sees nothing of alice's.
 	own := g.newClient(t, made.Secret)
-	if me, err := own.CurrentKey(ctx); err != nil || me.Hash != made.Key.Hash {
+	if me, err := own.CurrentKey(ctx); err != nil || me.Hash != made.Key.Hash || me.IsManagementKey || me.RateLimit.Requests <= 0 || me.RateLimit.Interval == "" {
 		t.Fatalf("GET /key: %+v, %v", me, err)
 	}
 	_, err = bob.GetKey(ctx, made.Key.Hash)
