@@ -90,20 +90,29 @@ func readWorkspaceRequest(w http.ResponseWriter, r *http.Request) (body []byte, 
 
 // readJSONRequest is readWorkspaceRequest with a body limit of its own.
 func readJSONRequest(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, idempotencyKey string, err error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return nil, "", badRequest(map[string]any{"content_type": "must be application/json"})
-		}
-	}
-	idempotencyKey = r.Header.Get("Idempotency-Key")
-	if len(idempotencyKey) > maxIdempotencyKey || !printableASCII(idempotencyKey) {
-		return nil, "", badRequest(map[string]any{"idempotency_key": "must be 1 to 255 printable ASCII characters"})
+	if idempotencyKey, err = checkJSONRequest(r); err != nil {
+		return nil, "", err
 	}
 	body, err = io.ReadAll(newBodyReader(w, r, limit))
 	if err != nil {
 		return nil, "", err
 	}
 	return body, idempotencyKey, nil
+}
+
+// checkJSONRequest checks the headers of a request with a JSON body and
+// returns its Idempotency-Key.
+func checkJSONRequest(r *http.Request) (idempotencyKey string, err error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return "", badRequest(map[string]any{"content_type": "must be application/json"})
+		}
+	}
+	idempotencyKey = r.Header.Get("Idempotency-Key")
+	if len(idempotencyKey) > maxIdempotencyKey || !printableASCII(idempotencyKey) {
+		return "", badRequest(map[string]any{"idempotency_key": "must be 1 to 255 printable ASCII characters"})
+	}
+	return idempotencyKey, nil
 }
 
 // writeWorkspace answers with {"data": Workspace}. A replay is encoded from

@@ -73,7 +73,8 @@ type Result struct {
 	Accepted, Duplicates int
 }
 
-// ReportBatch records a body of POST /usage for the service key caller.
+// ReportBatch records a body of POST /usage for the service key caller. It
+// keeps no reference to body, which the caller may reuse once it returns.
 func (s *Service) ReportBatch(ctx context.Context, caller *keys.APIKey, body []byte) (Result, error) {
 	if caller.Role != keys.RoleService {
 		return Result{}, ErrNotServiceKey
@@ -108,9 +109,15 @@ func (s *Service) ReportOne(ctx context.Context, caller *keys.APIKey, keyID stri
 }
 
 func (s *Service) record(ctx context.Context, userID string, reports []Report, keyField string) (Result, error) {
-	ids := make([]string, 0, len(reports))
+	// A batch is usually a few keys' reports: only their distinct ids are
+	// looked up.
+	distinct := make(map[string]struct{})
+	var ids []string
 	for _, r := range reports {
-		ids = append(ids, r.KeyID)
+		if _, ok := distinct[r.KeyID]; !ok {
+			distinct[r.KeyID] = struct{}{}
+			ids = append(ids, r.KeyID)
+		}
 	}
 	known, err := s.store.KeysOf(ctx, userID, ids)
 	if err != nil {

@@ -68,6 +68,7 @@ func runContract(t *testing.T, b backend) {
 		{"ProviderKeys/Choice", testProviderKeyChoice},
 		{"ProviderKeys/Migrate", testProviderKeysMigrate},
 		{"Usage/Record", testUsageRecord},
+		{"Usage/StoredAsSent", testUsageStoredAsSent},
 		{"Console/SignOut", testSignOut},
 		{"Usage/Budgets", testBudgets},
 		{"Usage/KeyStanding", testKeyStanding},

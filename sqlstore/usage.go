@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
+	"github.com/aigateway/gateway/jsonobj"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/money"
 	"github.com/aigateway/gateway/spend"
@@ -63,54 +67,61 @@ func canonicalOr(id string) string {
 }
 
 // RecordUsage stores the reports not stored before and adds those to the
-// daily sums, in one transaction: one multi-row insert that skips the ids
-// already there (ON CONFLICT DO NOTHING, so a report a replica is storing at
-// the same moment waits for it and is then skipped) and returns the new
-// ones, then one multi-row upsert of the sums. Rows go in sorted order so
+// daily sums, in one transaction: one insert that skips the ids already
+// there (ON CONFLICT DO NOTHING, so a report a replica is storing at the
+// same moment waits for it and is then skipped) and returns the new ones,
+// then one multi-row upsert of the sums. Rows go in sorted order so
 // concurrent batches lock in the same order and cannot deadlock.
+//
+// The reports travel as one JSON argument that the database unpacks
+// (reportRowsJSON), not as eight parameters a row: a batch of 1,000 as
+// 8,000 boxed arguments, converted twice on the way to the driver, was
+// most of the garbage of an ingest, and its collection slowed the lookups
+// sharing the process.
 func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (accepted int, err error) {
 	defer s.classify(&err)
 	if len(reports) == 0 {
 		return 0, nil
 	}
-	rs := slices.Clone(reports)
-	slices.SortFunc(rs, func(a, b spend.Recorded) int {
+	sorted := make([]*spend.Recorded, len(reports))
+	for i := range reports {
+		sorted[i] = &reports[i]
+	}
+	slices.SortFunc(sorted, func(a, b *spend.Recorded) int {
 		return cmp.Or(strings.Compare(a.UserID, b.UserID), strings.Compare(a.ID, b.ID))
 	})
-	type reportID struct{ user, id string }
-	byID := make(map[reportID]*spend.Recorded, len(rs))
-	for i := range rs {
-		byID[reportID{rs[i].UserID, rs[i].ID}] = &rs[i]
+	rows, err := s.reportRowsJSON(sorted)
+	if err != nil {
+		return 0, err
 	}
 	received := s.d.ts(micro(s.now()))
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		var fresh []*spend.Recorded
-		for start := 0; start < len(rs); start += s.usageRows() {
-			batch := rs[start:min(start+s.usageRows(), len(rs))]
-			args := make([]any, 0, len(batch)*8)
-			for _, r := range batch {
-				args = append(args, r.UserID, r.ID, r.KeyID, nullString(r.WorkspaceID), int64(r.Cost), r.BYOK,
-					s.d.ts(micro(r.At)), received)
-			}
-			res, err := tx.QueryContext(ctx, `INSERT INTO usage_reports
-				(user_id, id, key_id, workspace_id, cost, byok, at, received_at) VALUES `+s.d.valueRows(len(batch), 8)+`
-				ON CONFLICT (user_id, id) DO NOTHING RETURNING user_id, id`, args...)
-			if err != nil {
+		res, err := tx.QueryContext(ctx, `INSERT INTO usage_reports
+			(user_id, id, key_id, workspace_id, cost, byok, at, received_at) `+s.d.reportRows+`
+			ON CONFLICT (user_id, id) DO NOTHING RETURNING user_id, id`, received, rows)
+		if err != nil {
+			return fmt.Errorf("sqlstore: record usage: %w", err)
+		}
+		fresh := make([]*spend.Recorded, 0, len(sorted))
+		var user, id sql.RawBytes // read in place: only looked up
+		for res.Next() {
+			if err := res.Scan(&user, &id); err != nil {
+				res.Close()
 				return fmt.Errorf("sqlstore: record usage: %w", err)
 			}
-			for res.Next() {
-				var user, id string
-				if err := res.Scan(&user, &id); err != nil {
-					res.Close()
-					return fmt.Errorf("sqlstore: record usage: %w", err)
-				}
-				fresh = append(fresh, byID[reportID{user, id}])
+			i, found := slices.BinarySearchFunc(sorted, 0, func(r *spend.Recorded, _ int) int {
+				return cmp.Or(compareRaw(r.UserID, user), compareRaw(r.ID, id))
+			})
+			if !found {
+				res.Close()
+				return fmt.Errorf("sqlstore: record usage: the database returned a report not sent")
 			}
-			err = res.Err()
-			res.Close()
-			if err != nil {
-				return fmt.Errorf("sqlstore: record usage: %w", err)
-			}
+			fresh = append(fresh, sorted[i])
+		}
+		err = res.Err()
+		res.Close()
+		if err != nil {
+			return fmt.Errorf("sqlstore: record usage: %w", err)
 		}
 		accepted = len(fresh)
 		return s.addToDays(ctx, tx, fresh)
@@ -121,8 +132,71 @@ func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (acce
 	return accepted, nil
 }
 
-// usageRows bounds the rows of one multi-row statement: a whole batch of
-// reports at once (8,000 parameters, under both databases' limits).
+// compareRaw is strings.Compare(s, string(b)) without copying b: the
+// compiler converts in place for the comparison operators.
+func compareRaw(s string, b []byte) int {
+	switch {
+	case s < string(b):
+		return -1
+	case s > string(b):
+		return 1
+	}
+	return 0
+}
+
+// reportBuffers recycles the buffers reportRowsJSON writes into.
+var reportBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// reportRowsJSON writes reports as the JSON array dialect.reportRows reads:
+// [user_id, id, key_id, workspace_id or null, cost, byok, at] per report,
+// in order. Identifiers must be valid UTF-8, as PostgreSQL's TEXT requires;
+// report ids are printable ASCII by then.
+func (s *Store) reportRowsJSON(reports []*spend.Recorded) (string, error) {
+	bp := reportBuffers.Get().(*[]byte)
+	defer reportBuffers.Put(bp)
+	b := append((*bp)[:0], '[')
+	for i, r := range reports {
+		if !utf8.ValidString(r.UserID) || !utf8.ValidString(r.ID) || !utf8.ValidString(r.KeyID) ||
+			!utf8.ValidString(r.WorkspaceID) {
+			return "", invalidf("usage report %q: identifiers must be UTF-8", r.ID)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = appendJSONString(b, r.UserID)
+		b = append(b, ',')
+		b = appendJSONString(b, r.ID)
+		b = append(b, ',')
+		b = appendJSONString(b, r.KeyID)
+		b = append(b, ',')
+		if r.WorkspaceID == "" {
+			b = append(b, "null"...)
+		} else {
+			b = appendJSONString(b, r.WorkspaceID)
+		}
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(r.Cost), 10)
+		b = append(b, ',')
+		b = strconv.AppendBool(b, r.BYOK)
+		b = append(b, ',')
+		b = s.d.appendTS(b, micro(r.At))
+		b = append(b, ']')
+	}
+	b = append(b, ']')
+	*bp = b
+	return string(b), nil
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = jsonobj.AppendEscaped(b, s)
+	return append(b, '"')
+}
+
+// usageRows bounds the rows of one multi-row statement of sums: a whole
+// batch of reports at once (5,000 parameters, under both databases'
+// limits).
 func (s *Store) usageRows() int { return 1000 }
 
 type dayKey struct {

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
@@ -85,6 +86,42 @@ func testUsageRecord(t *testing.T, b backend) {
 	}
 	if known, err := s.KeysOf(ctx, "bob", []string{k.ID}); err != nil || len(known) != 0 {
 		t.Fatalf("bob sees alice's key: %v, %v", known, err)
+	}
+}
+
+// testUsageStoredAsSent: a report's row holds exactly what was reported,
+// whatever characters its id has (the batch travels to the database as
+// JSON) and to the microsecond of its time.
+func testUsageStoredAsSent(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	ws := mustWorkspace(t, s, "alice", "team")
+	k := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, time.Now())
+	at := time.Date(2026, 2, 28, 23, 59, 59, 999_999_000, time.UTC)
+	sent := []spend.Recorded{
+		{UserID: "alice", WorkspaceID: ws.ID, Report: spend.Report{ID: `q"uote\back{}[],:null`, KeyID: k.ID, Cost: 9_223_372_036_854_775, BYOK: true, At: at}},
+		{UserID: "alice", Report: spend.Report{ID: "no-workspace", KeyID: k.ID, Cost: 0, At: at.Add(time.Microsecond)}},
+	}
+	if n, err := s.RecordUsage(ctx, sent); err != nil || n != 2 {
+		t.Fatalf("RecordUsage = %d, %v", n, err)
+	}
+	if n, err := s.RecordUsage(ctx, sent); err != nil || n != 0 {
+		t.Fatalf("replayed: %d accepted, %v", n, err)
+	}
+	for _, want := range sent {
+		var got spend.Recorded
+		var ws sql.NullString
+		var cost int64
+		err := s.r.QueryRowContext(ctx, `SELECT user_id, key_id, workspace_id, cost, byok, at
+			FROM usage_reports WHERE id = $1`, want.ID).Scan(&got.UserID, &got.KeyID, &ws, &cost, &got.BYOK, timeCol{&got.At})
+		if err != nil {
+			t.Fatalf("report %q: %v", want.ID, err)
+		}
+		got.ID, got.WorkspaceID, got.Cost = want.ID, canonicalOr(ws.String), money.Micros(cost)
+		if got != want {
+			t.Errorf("stored %+v\nsent   %+v", got, want)
+		}
 	}
 }
 

@@ -38,15 +38,18 @@ wait_for() {
 }
 
 # apt_install PACKAGE... installs Debian packages when running as root (a
-# fresh CI machine); elsewhere it tells the developer what is missing.
+# fresh CI machine); elsewhere it tells the developer what is missing. It
+# waits up to five minutes for a package manager already running (a second
+# test run installing the same packages, unattended upgrades) rather than
+# fail at once on its lock.
 apt_install() {
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "testenv: missing $*; install it (Debian: apt-get install $*)" >&2
     return 1
   fi
   if [ -z "${TESTENV_APT_UPDATED:-}" ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
     TESTENV_APT_UPDATED=1
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "$@" >/dev/null
 }

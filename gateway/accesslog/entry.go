@@ -14,9 +14,10 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
+
+	"github.com/aigateway/gateway/jsonobj"
 )
 
 // Entry is one request as the access log records it.
@@ -61,9 +62,9 @@ func (e *Entry) AppendJSON(b []byte) []byte {
 	b = append(b, `{"level":"info","ts":"`...)
 	b = appendTime(b, e.Time)
 	b = append(b, `","msg":"request","method":"`...)
-	b = appendString(b, e.Method)
+	b = jsonobj.AppendEscaped(b, e.Method)
 	b = append(b, `","route":"`...)
-	b = appendString(b, e.Route)
+	b = jsonobj.AppendEscaped(b, e.Route)
 	b = append(b, `","status":`...)
 	b = strconv.AppendInt(b, int64(e.Status), 10)
 	b = append(b, `,"bytes":`...)
@@ -71,11 +72,11 @@ func (e *Entry) AppendJSON(b []byte) []byte {
 	b = append(b, `,"duration":`...)
 	b = appendFloat(b, float64(e.Duration)/float64(time.Second))
 	b = append(b, `,"request_id":"`...)
-	b = appendString(b, e.RequestID)
+	b = jsonobj.AppendEscaped(b, e.RequestID)
 	b = append(b, `","key_id":"`...)
-	b = appendString(b, e.KeyID)
+	b = jsonobj.AppendEscaped(b, e.KeyID)
 	b = append(b, `","client":"`...)
-	b = appendString(b, e.Client)
+	b = jsonobj.AppendEscaped(b, e.Client)
 	return append(b, "\"}\n"...)
 }
 
@@ -91,48 +92,6 @@ func appendFloat(b []byte, f float64) []byte {
 		return append(b, `"-Inf"`...)
 	}
 	return strconv.AppendFloat(b, f, 'f', -1, 64)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s escaped for a JSON string the way zap does it.
-func appendString(b []byte, s string) []byte {
-	last := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-			b = append(b, s[last:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			last = i
-			continue
-		}
-		if c >= 0x20 && c != '\\' && c != '"' {
-			i++
-			continue
-		}
-		b = append(b, s[last:i]...)
-		switch c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		last = i
-	}
-	return append(b, s[last:]...)
 }
 
 // isoLayout is zapcore.ISO8601TimeEncoder's layout.

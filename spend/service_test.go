@@ -1,0 +1,63 @@
+package spend
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aigateway/gateway/keys"
+)
+
+// recordingStore keeps what RecordUsage was given; the other methods are
+// not called by ReportBatch.
+type recordingStore struct {
+	Store
+	recorded []Recorded
+}
+
+func (s *recordingStore) KeysOf(_ context.Context, _ string, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, id := range ids {
+		if id != "00000000000000ff" {
+			out[id] = "ws"
+		}
+	}
+	return out, nil
+}
+
+func (s *recordingStore) RecordUsage(_ context.Context, rs []Recorded) (int, error) {
+	s.recorded = append(s.recorded, rs...)
+	return len(rs), nil
+}
+
+// TestReportBatchKeepsNoReferenceToBody: the gateway reads batches into
+// recycled buffers, so nothing ReportBatch keeps or returns may point
+// into the body it was given: overwriting the body afterwards changes
+// neither the stored reports nor the error naming a bad report.
+func TestReportBatchKeepsNoReferenceToBody(t *testing.T) {
+	store := &recordingStore{}
+	svc := NewService(store, func() string { return "id" })
+	caller := &keys.APIKey{UserID: "alice", Role: keys.RoleService}
+	body := []byte(`{"reports":[{"id":"r-1","key":"00000000000000aa","cost":0.5},{"id":"r-2","key":"00000000000000ab","cost":1,"byok":true}]}`)
+	if _, err := svc.ReportBatch(context.Background(), caller, body); err != nil {
+		t.Fatal(err)
+	}
+	for i := range body {
+		body[i] = 'x'
+	}
+	if len(store.recorded) != 2 || store.recorded[0].ID != "r-1" || store.recorded[0].KeyID != "00000000000000aa" ||
+		store.recorded[1].ID != "r-2" || store.recorded[1].KeyID != "00000000000000ab" {
+		t.Fatalf("recorded %+v after the body was overwritten", store.recorded)
+	}
+
+	bad := []byte(`{"reports":[{"id":"r-3","key":"00000000000000aa","cost":1,"unknown_field_name":1}]}`)
+	_, err := svc.ReportBatch(context.Background(), caller, bad)
+	for i := range bad {
+		bad[i] = 'x'
+	}
+	var invalid *InvalidError
+	if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "reports[0].unknown_field_name") {
+		t.Fatalf("error after the body was overwritten: %v", err)
+	}
+}
