@@ -62,24 +62,38 @@ func Walk(body []byte, field func(key string, raw json.RawMessage)) error {
 // Array returns the elements of the JSON array raw, as slices of it. raw
 // must be valid JSON (a member handed out by Walk is).
 func Array(raw json.RawMessage) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	err := Elements(raw, func(_ int, v json.RawMessage) bool {
+		out = append(out, v)
+		return true
+	})
+	return out, err
+}
+
+// Elements calls element with each element of the JSON array raw in turn
+// (a slice of raw) and its index, until element returns false. raw must be
+// valid JSON (a member handed out by Walk is). It is Array without
+// collecting the elements.
+func Elements(raw json.RawMessage, element func(i int, v json.RawMessage) bool) error {
 	i := skipSpace(raw, 0)
 	if i == len(raw) || raw[i] != '[' {
-		return nil, ErrNotArray
+		return ErrNotArray
 	}
 	if !json.Valid(raw) {
-		return nil, ErrMalformed
+		return ErrMalformed
 	}
-	var out []json.RawMessage
 	i = skipSpace(raw, i+1)
 	if raw[i] == ']' {
-		return out, nil
+		return nil
 	}
-	for {
+	for n := 0; ; n++ {
 		end, _ := valueEnd(raw, i)
-		out = append(out, raw[i:end:end])
+		if !element(n, raw[i:end:end]) {
+			return nil
+		}
 		i = skipSpace(raw, end)
 		if raw[i] == ']' {
-			return out, nil
+			return nil
 		}
 		i = skipSpace(raw, i+1) // past the comma
 	}
@@ -87,7 +101,8 @@ func Array(raw json.RawMessage) ([]json.RawMessage, error) {
 
 // members walks the members of obj, a valid JSON object.
 func members(obj []byte, field func(key string, raw json.RawMessage)) error {
-	var seen []string // few keys: a slice beats a map
+	var few [8]string
+	seen := few[:0] // few keys: a slice beats a map, and these stay on the stack
 	var seenMap map[string]bool
 	i := skipSpace(obj, 1)
 	if obj[i] == '}' {

@@ -1,9 +1,11 @@
 package spend
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,27 +79,66 @@ func ParseBatch(body []byte, now time.Time) ([]Report, error) {
 	if raw == nil {
 		return nil, &InvalidError{"reports", "required"}
 	}
-	items, err := jsonobj.Array(raw)
+	// Sized for the most reports raw can hold: none is shorter than
+	// {"id":"x","key":"0123456789abcdef","cost":0}.
+	const shortestReport = 44
+	out := make([]Report, 0, min(MaxBatch, len(raw)/shortestReport+1))
+	var fault error
+	err = jsonobj.Elements(raw, func(i int, item json.RawMessage) bool {
+		if i == MaxBatch {
+			fault = batchSizeError()
+			return false
+		}
+		r, err := parseReport(item, now, true, i)
+		if err != nil {
+			fault = err
+			return false
+		}
+		out = append(out, r)
+		return true
+	})
 	if err != nil {
 		return nil, &InvalidError{"reports", "must be an array"}
 	}
-	if len(items) == 0 || len(items) > MaxBatch {
-		return nil, &InvalidError{"reports", fmt.Sprintf("must hold 1 to %d reports", MaxBatch)}
+	if len(out) == 0 && fault == nil {
+		fault = batchSizeError()
 	}
-	out := make([]Report, len(items))
-	seen := make(map[string]int, len(items))
-	for i, item := range items {
-		r, err := parseReport(item, now, true, i)
-		if err != nil {
-			return nil, err
-		}
-		if j, dup := seen[r.ID]; dup {
-			return nil, &InvalidError{reportField(i, "id"), fmt.Sprintf("repeats the id of reports[%d]", j)}
-		}
-		seen[r.ID] = i
-		out[i] = r
+	// A repeated id before the report at fault is named first, as a
+	// reader going through the batch in order would meet it.
+	if i, j, ok := firstRepeat(out); ok {
+		return nil, &InvalidError{reportField(i, "id"), fmt.Sprintf("repeats the id of reports[%d]", j)}
+	}
+	if fault != nil {
+		return nil, fault
 	}
 	return out, nil
+}
+
+func batchSizeError() error {
+	return &InvalidError{"reports", fmt.Sprintf("must hold 1 to %d reports", MaxBatch)}
+}
+
+// firstRepeat finds the first report of rs, in order, whose id an earlier
+// one has: its index i and the earlier one's j. Sorting the indices by id
+// finds it without a map of every id.
+func firstRepeat(rs []Report) (i, j int, ok bool) {
+	idx := make([]int32, len(rs))
+	for k := range idx {
+		idx[k] = int32(k)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		return cmp.Or(strings.Compare(rs[a].ID, rs[b].ID), cmp.Compare(a, b))
+	})
+	for k := 1; k < len(idx); k++ {
+		// Within a run of one id, the run's first is the earliest report
+		// and its second the first repeat.
+		if rs[idx[k]].ID == rs[idx[k-1]].ID && (k < 2 || rs[idx[k-2]].ID != rs[idx[k]].ID) {
+			if !ok || int(idx[k]) < i {
+				i, j, ok = int(idx[k]), int(idx[k-1]), true
+			}
+		}
+	}
+	return i, j, ok
 }
 
 // ParseOne decodes the body of POST /keys/{hash}/usage: one report of that

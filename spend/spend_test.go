@@ -48,12 +48,45 @@ func TestParseBatch(t *testing.T) {
 		`{"reports":[{"id":"a","key":"00000000000000aa","cost":1},{"id":"a","key":"00000000000000aa","cost":2}]}`: "reports[1].id",
 		`{"reports":[{"id":"a b","key":"00000000000000aa","cost":1}]}`:                                            "reports[0].id",
 		`{"reports":[` + strings.Join(many, ",") + `]}`:                                                           "reports",
+		// The first problem met in order is named: a repeated id before a
+		// bad report, a bad report before a repeated id.
+		`{"reports":[{"id":"a","key":"00000000000000aa","cost":1},{"id":"a","key":"00000000000000aa","cost":1},{"id":"b","cost":1}]}`: "reports[1].id",
+		`{"reports":[{"id":"a","key":"00000000000000aa","cost":1},{"id":"b","cost":1},{"id":"a","key":"00000000000000aa","cost":1}]}`: "reports[1].key",
 	}
 	for body, field := range cases {
 		_, err := ParseBatch([]byte(body), now)
 		var bad *InvalidError
 		if !errors.As(err, &bad) || bad.Field != field || !errors.Is(err, ErrInvalid) {
 			t.Errorf("%.80s: %v, want a problem of %q", body, err, field)
+		}
+	}
+}
+
+func TestFirstRepeat(t *testing.T) {
+	reports := func(ids ...string) []Report {
+		rs := make([]Report, len(ids))
+		for i, id := range ids {
+			rs[i].ID = id
+		}
+		return rs
+	}
+	for _, c := range []struct {
+		ids  []string
+		i, j int
+		ok   bool
+	}{
+		{nil, 0, 0, false},
+		{[]string{"a"}, 0, 0, false},
+		{[]string{"a", "b", "c"}, 0, 0, false},
+		{[]string{"a", "a"}, 1, 0, true},
+		{[]string{"b", "a", "c", "a", "b"}, 3, 1, true},
+		{[]string{"a", "b", "b", "a"}, 2, 1, true},
+		{[]string{"z", "a", "z", "a", "z"}, 2, 0, true},
+		{[]string{"x", "x", "x"}, 1, 0, true},
+	} {
+		i, j, ok := firstRepeat(reports(c.ids...))
+		if i != c.i || j != c.j || ok != c.ok {
+			t.Errorf("firstRepeat(%q) = %d, %d, %v; want %d, %d, %v", c.ids, i, j, ok, c.i, c.j, c.ok)
 		}
 	}
 }
