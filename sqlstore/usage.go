@@ -74,7 +74,7 @@ func canonicalOr(id string) string {
 // concurrent batches lock in the same order and cannot deadlock.
 //
 // The reports travel as one JSON argument that the database unpacks
-// (reportRowsJSON), not as eight parameters a row: a batch of 1,000 as
+// (appendReportRows), not as eight parameters a row: a batch of 1,000 as
 // 8,000 boxed arguments, converted twice on the way to the driver, was
 // most of the garbage of an ingest, and its collection slowed the lookups
 // sharing the process.
@@ -90,7 +90,10 @@ func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (acce
 	slices.SortFunc(sorted, func(a, b *spend.Recorded) int {
 		return cmp.Or(strings.Compare(a.UserID, b.UserID), strings.Compare(a.ID, b.ID))
 	})
-	rows, err := s.reportRowsJSON(sorted)
+	bp := reportBuffers.Get().(*[]byte)
+	defer reportBuffers.Put(bp)
+	rows, err := s.appendReportRows((*bp)[:0], sorted)
+	*bp = rows
 	if err != nil {
 		return 0, err
 	}
@@ -144,21 +147,21 @@ func compareRaw(s string, b []byte) int {
 	return 0
 }
 
-// reportBuffers recycles the buffers reportRowsJSON writes into.
+// reportBuffers recycles the buffers appendReportRows writes into: the
+// argument is handed to the driver as bytes (each copies it into its own
+// buffer), so a batch leaves no copy of itself behind.
 var reportBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// reportRowsJSON writes reports as the JSON array dialect.reportRows reads:
-// [user_id, id, key_id, workspace_id or null, cost, byok, at] per report,
-// in order. Identifiers must be valid UTF-8, as PostgreSQL's TEXT requires;
-// report ids are printable ASCII by then.
-func (s *Store) reportRowsJSON(reports []*spend.Recorded) (string, error) {
-	bp := reportBuffers.Get().(*[]byte)
-	defer reportBuffers.Put(bp)
-	b := append((*bp)[:0], '[')
+// appendReportRows appends reports as the JSON array dialect.reportRows
+// reads: [user_id, id, key_id, workspace_id or null, cost, byok, at] per
+// report, in order. Identifiers must be valid UTF-8, as PostgreSQL's TEXT
+// requires; report ids are printable ASCII by then.
+func (s *Store) appendReportRows(b []byte, reports []*spend.Recorded) ([]byte, error) {
+	b = append(b, '[')
 	for i, r := range reports {
 		if !utf8.ValidString(r.UserID) || !utf8.ValidString(r.ID) || !utf8.ValidString(r.KeyID) ||
 			!utf8.ValidString(r.WorkspaceID) {
-			return "", invalidf("usage report %q: identifiers must be UTF-8", r.ID)
+			return b, invalidf("usage report %q: identifiers must be UTF-8", r.ID)
 		}
 		if i > 0 {
 			b = append(b, ',')
@@ -183,9 +186,7 @@ func (s *Store) reportRowsJSON(reports []*spend.Recorded) (string, error) {
 		b = s.d.appendTS(b, micro(r.At))
 		b = append(b, ']')
 	}
-	b = append(b, ']')
-	*bp = b
-	return string(b), nil
+	return append(b, ']'), nil
 }
 
 func appendJSONString(b []byte, s string) []byte {
