@@ -63,6 +63,7 @@ bench:
 	bench/limits.sh
 	bench/uploads.sh
 	bench/downloads.sh
+	bench/passthrough.sh
 	bench/abuse.sh
 
 clean:
