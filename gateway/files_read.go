@@ -114,53 +114,15 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, caller *keys.API
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, listShape(negotiateShape(r), page))
+	buf := listBuffers.Get().(*[]byte)
+	body := appendFileList((*buf)[:0], negotiateShape(r), page)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	writeBody(w, http.StatusOK, body)
+	if cap(body) <= maxPooledList {
+		*buf = body
+		listBuffers.Put(buf)
+	}
 	return nil
-}
-
-// fileList is a page in every shape; fields a shape does not have are left
-// out.
-type fileList struct {
-	Shape   shape   `json:"_shape"`
-	Object  string  `json:"object,omitempty"`
-	Data    []any   `json:"data"`
-	HasMore bool    `json:"has_more"`
-	FirstID *string `json:"first_id"`
-	LastID  *string `json:"last_id"`
-}
-
-func listShape(s shape, page files.Page) any {
-	out := fileList{Shape: s, Data: make([]any, len(page.Files)), HasMore: page.HasMore}
-	for i, f := range page.Files {
-		out.Data[i] = fileShape(s, f.Record, f.Downloadable)
-	}
-	if n := len(page.Files); n > 0 {
-		out.FirstID, out.LastID = &page.Files[0].ID, &page.Files[n-1].ID
-	}
-	switch s {
-	case shapeOpenAI:
-		out.Object = "list"
-	case shapeService:
-		// The service shape's cursor: always present, null on the last page.
-		return struct {
-			fileList
-			Cursor *string `json:"cursor"`
-		}{out, nullable(page.Cursor)}
-	case shapeAnthropic:
-		// The same cursor under the name the Anthropic SDKs page with.
-		return struct {
-			fileList
-			NextPage *string `json:"next_page"`
-		}{out, nullable(page.Cursor)}
-	}
-	return out
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // getFile answers GET /api/v1/files/{id}.
