@@ -14,6 +14,13 @@
 # machine's other load disturbs as it does the gateway's. The issue's goal
 # is at most 80 us of gateway CPU per call.
 #
+# A second baseline, the floor, is bench/relay: a bare net/http server that
+# answers each request by fetching the same page from the stand-in with
+# net/http's client and copying its bytes back. Whatever a passthrough on
+# net/http costs before it does anything of its own (syscalls, the
+# server's and the client's machinery) shows there, so gateway - relay is
+# what the gateway adds. It is measured in the same rounds.
+#
 # BASE_BIN names a second gateway binary (say, built from main) to measure
 # in the same run: it serves the same SQLite file beside the first, and the
 # two alternate round by round, so a before/after comparison shares the
@@ -70,6 +77,7 @@ else
   go build -o "$work/gateway" ./cmd/gateway
 fi
 go build -o "$work/standin" ./bench/standin
+go build -o "$work/relay" ./bench/relay
 
 # shellcheck source=lib.sh
 source "$root/bench/lib.sh"
@@ -117,6 +125,13 @@ if [ -n "${BASE_BIN:-}" ]; then
   start base "$work/gateway-base"
 fi
 
+relay_port=$(free_port)
+"${pin_server[@]}" "$work/relay" -addr "127.0.0.1:$relay_port" -upstream "$standin_url" \
+  -key sk-test-openai-4f0c9a7e2b1d 2>"$work/relay.log" &
+relay_pid=$!
+pids+=("$relay_pid")
+wait_http "http://127.0.0.1:$relay_port/"
+
 auth="Authorization: Bearer $mgmt"
 api="http://127.0.0.1:$gw_port/api/v1"
 ws=$(curl -fsS -H "$auth" -H 'Content-Type: application/json' -d '{"name":"Passthrough","slug":"passthrough"}' \
@@ -147,6 +162,7 @@ run() {
 
 contenders=(gw)
 [ -n "${BASE_BIN:-}" ] && contenders+=(base)
+contenders+=(relay)
 declare -A url rps gcpu scpu ratios
 for c in "${contenders[@]}"; do
   port_var=${c}_port
@@ -162,7 +178,7 @@ for i in $(seq "$rounds"); do
     pid_var=${c}_pid
     read -r r g s < <(run "${!pid_var}" "${url[$c]}")
     rps[$c]+="$r " gcpu[$c]+="$g " scpu[$c]+="$s " ratios[$c]+="$(ratio "$g" "$s") "
-    line+=$(printf '  %-4s %6.0f rps, gateway %6.1f us/req, stand-in %5.1f us/req' "$c" "$r" "$g" "$s")
+    line+=$(printf '  %-5s %5.0f rps, %6.1f us/req, stand-in %5.1f' "$c" "$r" "$g" "$s")
   done
   echo "$line"
 done
@@ -170,12 +186,15 @@ med() { tr ' ' '\n' | grep . | median; }
 for c in "${contenders[@]}"; do
   name=gateway
   [ "$c" = base ] && name="base ($BASE_BIN)"
-  printf '%s: median %.0f rps; CPU per passthrough: gateway %.1f us, stand-in %.1f us; gateway / stand-in %s (median of round ratios)\n' \
+  [ "$c" = relay ] && name="relay (the floor)"
+  printf '%s: median %.0f rps; CPU per passthrough %.1f us, the stand-in'"'"'s %.1f us; / stand-in %s (median of round ratios)\n' \
     "$name" "$(med <<<"${rps[$c]}")" "$(med <<<"${gcpu[$c]}")" "$(med <<<"${scpu[$c]}")" "$(med <<<"${ratios[$c]}")"
 done
+printf 'gateway / relay: %s (medians)\n' "$(ratio "$(med <<<"${gcpu[gw]}")" "$(med <<<"${gcpu[relay]}")")"
 echo "goal: gateway <= 80 us per passthrough call at 64 connections"
 # Every measured request must have been answered 200: a refusal is cheaper.
 for c in "${contenders[@]}"; do
+  [ "$c" = relay ] && continue
   port_var=${c}_port
   curl -fsS "127.0.0.1:${!port_var}/metrics" | awk -v c="$c" '/^gateway_http_requests_total/ && !/status="20[01]"/ && !/status="499"/ && !/route="\/healthz"/ && !/route="\/metrics"/ {bad += $2} END {print c ": answers other than 200: " bad + 0; exit (bad > 0)}'
 done
