@@ -8,6 +8,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -39,9 +40,9 @@ const (
 	msgRangeNotSatisfiable = "Range not satisfiable"
 )
 
-// target reads the query parameters every file route takes.
-func target(r *http.Request, caller *keys.APIKey) (files.Target, error) {
-	q := r.URL.Query()
+// target reads the query parameters every file route takes, from the
+// request's query q.
+func target(q url.Values, caller *keys.APIKey) (files.Target, error) {
 	provider := q.Get("provider")
 	if provider != "" && !files.IsProvider(provider) {
 		return files.Target{}, badRequest(map[string]any{"provider": "must be openai or anthropic"})
@@ -50,7 +51,7 @@ func target(r *http.Request, caller *keys.APIKey) (files.Target, error) {
 }
 
 func fileParams(r *http.Request, caller *keys.APIKey) (files.FileParams, error) {
-	t, err := target(r, caller)
+	t, err := target(r.URL.Query(), caller)
 	if err != nil {
 		return files.FileParams{}, err
 	}
@@ -63,11 +64,11 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, caller *keys.API
 	if a.reader == nil {
 		return errUnavailable
 	}
-	t, err := target(r, caller)
+	q := r.URL.Query()
+	t, err := target(q, caller)
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
 	// One parser's rules for every list: a parameter given twice is
 	// refused by name, never silently read once.
 	for name, vs := range q {
