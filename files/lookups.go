@@ -17,7 +17,10 @@ const maxLookups = 100_000
 // so a value read from the store before a change, and put after the
 // change's Forget, is never kept. An entry is trusted for ttl from the
 // moment its reader began to load it, so no value is served longer than
-// ttl after the store said it. It is safe for concurrent use.
+// ttl after the store said it. Expired entries are dropped by the puts
+// that follow, at most one ttl later (the provider clients hold unsealed
+// keys: they are not kept for workspaces no longer called). It is safe for
+// concurrent use.
 type expiring[K comparable, V any] struct {
 	ttl      time.Duration
 	now      func() time.Time
@@ -26,6 +29,7 @@ type expiring[K comparable, V any] struct {
 	mu      sync.RWMutex
 	gen     uint64 // counts Forget calls
 	entries map[K]entry[V]
+	swept   time.Time // when expired entries were last dropped
 }
 
 type entry[V any] struct {
@@ -66,10 +70,10 @@ func (c *expiring[K, V]) put(k K, v V, t ticket) {
 	if t.gen != c.gen {
 		return
 	}
-	if len(c.entries) >= c.maxItems {
-		now := c.now()
+	if len(c.entries) >= c.maxItems || t.at.Sub(c.swept) >= c.ttl {
+		c.swept = t.at
 		for key, e := range c.entries {
-			if !now.Before(e.expires) {
+			if !t.at.Before(e.expires) {
 				delete(c.entries, key)
 			}
 		}

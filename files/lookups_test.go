@@ -88,6 +88,24 @@ func TestExpiring(t *testing.T) {
 		c.put("a", 2, after)
 		want(t, c, "a", 2, true)
 	})
+	t.Run("expired entries are dropped by later puts", func(t *testing.T) {
+		clk, c := setup()
+		put := func(k string) {
+			_, _, tk := c.get(k)
+			c.put(k, 1, tk)
+		}
+		put("idle")
+		clk.advance(ttl / 2)
+		put("busy")
+		if len(c.entries) != 2 {
+			t.Fatalf("%d entries, want 2", len(c.entries))
+		}
+		clk.advance(ttl) // idle expired half a ttl ago, busy just now
+		put("other")
+		if _, kept := c.entries["idle"]; kept || len(c.entries) != 1 {
+			t.Errorf("entries %v after a ttl: want only the one just put", c.entries)
+		}
+	})
 	t.Run("bounded: expired entries go first, then all", func(t *testing.T) {
 		clk, c := setup()
 		c.maxItems = 2
