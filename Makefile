@@ -27,7 +27,7 @@ test: vet
 # `make fuzz` runs them longer. A crasher found goes to the package's
 # testdata/fuzz/ and stays there as a regression test.
 FUZZ_TARGETS = catalog:FuzzFromBytes workspace:FuzzParseRequest files/sniff:FuzzReader jsonobj:FuzzWalk jsonobj:FuzzAppendEscaped \
-	gateway:FuzzUpload gateway:FuzzModelPath gateway:FuzzRange
+	gateway:FuzzUpload gateway:FuzzModelPath gateway:FuzzRange gateway:FuzzFileListJSON
 FUZZTIME ?= 60s
 # make test counts executions rather than seconds: Go 1.26's fuzz coordinator
 # can fail a target with "context deadline exceeded" at a wall-clock
@@ -63,6 +63,7 @@ bench:
 	bench/limits.sh
 	bench/uploads.sh
 	bench/downloads.sh
+	bench/passthrough.sh
 	bench/abuse.sh
 
 clean:

@@ -366,10 +366,11 @@ func (o *fakeOpener) Open(ws, provider string, sealed []byte) (Provider, error) 
 
 // fakeWorkspaces knows workspaces by id and owner, and each user's default.
 type fakeWorkspaces struct {
-	owner     map[string]string // workspace id -> user id
-	defaults  map[string]string // user id -> workspace id
-	err       error
-	getCalled int
+	owner         map[string]string // workspace id -> user id
+	defaults      map[string]string // user id -> workspace id
+	err           error
+	getCalled     int
+	defaultCalled int
 }
 
 // aliceAndBob: alice has two workspaces (aliceDefault her default), bob one.
@@ -392,6 +393,7 @@ func (w *fakeWorkspaces) Get(_ context.Context, userID, id string) (workspace.Wo
 }
 
 func (w *fakeWorkspaces) Default(_ context.Context, userID string) (workspace.Workspace, error) {
+	w.defaultCalled++
 	if w.err != nil {
 		return workspace.Workspace{}, w.err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/workspace"
 )
 
 // Errors of the read side.
@@ -58,6 +59,18 @@ type ReadConfig struct {
 	// CursorKey signs listing cursors. Replicas must share it. At least 32
 	// bytes.
 	CursorKey []byte
+	// LookupTTL is how long the service trusts, without asking the store
+	// again, the workspaces it found for a key and the provider client it
+	// bound to a workspace's stored key (what the store holds and the key
+	// unsealed): a provider key replaced, disabled or deleted, or a
+	// workspace deleted, through another replica or the CLI, takes effect
+	// here within LookupTTL. Changes made through this replica take effect
+	// at once when its owner calls Forget. Zero: the store is read on every
+	// request.
+	LookupTTL time.Duration
+
+	// now is the clock of the lookups; nil: time.Now.
+	now func() time.Time
 }
 
 // ReadDeps are the collaborators of a ReadService. Opener may be nil: the
@@ -80,6 +93,10 @@ type ReadService struct {
 	cfg     ReadConfig
 	d       ReadDeps
 	cursors cursorSigner
+	// With a LookupTTL: the caches of d.Workspaces (which wraps the
+	// given one) and of the provider clients bound to stored keys.
+	workspaces *expiring[userRef, workspace.Workspace]
+	providers  *expiring[providerUse, Provider]
 }
 
 // NewReadService returns a ReadService. It fails when the cursor key is
@@ -91,7 +108,28 @@ func NewReadService(cfg ReadConfig, d ReadDeps) (*ReadService, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	return &ReadService{cfg: cfg, d: d, cursors: cursorSigner{key: cfg.CursorKey}}, nil
+	s := &ReadService{cfg: cfg, d: d, cursors: cursorSigner{key: cfg.CursorKey}}
+	if cfg.LookupTTL > 0 {
+		now := cfg.now
+		if now == nil {
+			now = time.Now
+		}
+		s.workspaces = newExpiring[userRef, workspace.Workspace](cfg.LookupTTL, now)
+		s.providers = newExpiring[providerUse, Provider](cfg.LookupTTL, now)
+		s.d.Workspaces = cachedWorkspaces{Workspaces: d.Workspaces, cache: s.workspaces}
+	}
+	return s, nil
+}
+
+// Forget drops the workspaces and provider clients the service remembers
+// (ReadConfig.LookupTTL), and any being looked up now, so every request
+// from now on reads the store again. Call it once a change of a provider
+// key or a workspace's deletion is committed. Safe for concurrent use.
+func (s *ReadService) Forget() {
+	if s.providers != nil {
+		s.workspaces.forget()
+		s.providers.forget()
+	}
 }
 
 // Target names the workspace and destination of a request, as the query
@@ -608,7 +646,19 @@ func (s *ReadService) workspace(ctx context.Context, t Target, write bool) (stri
 // provider opens the client of provider name with the key of ws that the
 // calling key keyID uses.
 func (s *ReadService) provider(ctx context.Context, ws, name, keyID string) (Provider, error) {
-	return openProvider(ctx, s.d.Keys, s.d.Opener, ws, name, keyID)
+	if s.providers == nil {
+		return openProvider(ctx, s.d.Keys, s.d.Opener, ws, name, keyID)
+	}
+	k := providerUse{ws, name, keyID}
+	p, ok, t := s.providers.get(k)
+	if ok {
+		return p, nil
+	}
+	p, err := openProvider(ctx, s.d.Keys, s.d.Opener, ws, name, keyID)
+	if err == nil {
+		s.providers.put(k, p, t)
+	}
+	return p, err
 }
 
 // providerReadError classifies a provider's failure on the read routes: its

@@ -8,6 +8,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -39,9 +40,9 @@ const (
 	msgRangeNotSatisfiable = "Range not satisfiable"
 )
 
-// target reads the query parameters every file route takes.
-func target(r *http.Request, caller *keys.APIKey) (files.Target, error) {
-	q := r.URL.Query()
+// target reads the query parameters every file route takes, from the
+// request's query q.
+func target(q url.Values, caller *keys.APIKey) (files.Target, error) {
 	provider := q.Get("provider")
 	if provider != "" && !files.IsProvider(provider) {
 		return files.Target{}, badRequest(map[string]any{"provider": "must be openai or anthropic"})
@@ -50,7 +51,7 @@ func target(r *http.Request, caller *keys.APIKey) (files.Target, error) {
 }
 
 func fileParams(r *http.Request, caller *keys.APIKey) (files.FileParams, error) {
-	t, err := target(r, caller)
+	t, err := target(r.URL.Query(), caller)
 	if err != nil {
 		return files.FileParams{}, err
 	}
@@ -63,11 +64,11 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, caller *keys.API
 	if a.reader == nil {
 		return errUnavailable
 	}
-	t, err := target(r, caller)
+	q := r.URL.Query()
+	t, err := target(q, caller)
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
 	// One parser's rules for every list: a parameter given twice is
 	// refused by name, never silently read once.
 	for name, vs := range q {
@@ -114,53 +115,15 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, caller *keys.API
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, listShape(negotiateShape(r), page))
+	buf := listBuffers.Get().(*[]byte)
+	body := appendFileList((*buf)[:0], negotiateShape(r), page)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	writeBody(w, http.StatusOK, body)
+	if cap(body) <= maxPooledList {
+		*buf = body
+		listBuffers.Put(buf)
+	}
 	return nil
-}
-
-// fileList is a page in every shape; fields a shape does not have are left
-// out.
-type fileList struct {
-	Shape   shape   `json:"_shape"`
-	Object  string  `json:"object,omitempty"`
-	Data    []any   `json:"data"`
-	HasMore bool    `json:"has_more"`
-	FirstID *string `json:"first_id"`
-	LastID  *string `json:"last_id"`
-}
-
-func listShape(s shape, page files.Page) any {
-	out := fileList{Shape: s, Data: make([]any, len(page.Files)), HasMore: page.HasMore}
-	for i, f := range page.Files {
-		out.Data[i] = fileShape(s, f.Record, f.Downloadable)
-	}
-	if n := len(page.Files); n > 0 {
-		out.FirstID, out.LastID = &page.Files[0].ID, &page.Files[n-1].ID
-	}
-	switch s {
-	case shapeOpenAI:
-		out.Object = "list"
-	case shapeService:
-		// The service shape's cursor: always present, null on the last page.
-		return struct {
-			fileList
-			Cursor *string `json:"cursor"`
-		}{out, nullable(page.Cursor)}
-	case shapeAnthropic:
-		// The same cursor under the name the Anthropic SDKs page with.
-		return struct {
-			fileList
-			NextPage *string `json:"next_page"`
-		}{out, nullable(page.Cursor)}
-	}
-	return out
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // getFile answers GET /api/v1/files/{id}.

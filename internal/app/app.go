@@ -128,7 +128,11 @@ func (a *App) build(ctx context.Context) error {
 		}
 	}
 
-	workspaces := workspace.NewService(st, catalogModels{a.catalog})
+	// The file routes remember the workspaces and provider keys they found
+	// (fileLookupTTL); this replica's own changes make them forget at once.
+	var reader *files.ReadService
+	forgetLookups := func() { reader.Forget() }
+	workspaces := workspace.NewService(workspaceDeletions{Store: st, forget: forgetLookups}, catalogModels{a.catalog})
 	keyring := providers.NewKeyring(sealer, clients...)
 	a.files = files.NewService(files.Config{
 		MaxFileBytes:   int64(cfg.Limits.MaxFileBytes),
@@ -139,7 +143,9 @@ func (a *App) build(ctx context.Context) error {
 		Store: st, Keys: st, Bucket: bucket, Opener: keyring,
 		Workspaces: workspaces, Admission: lims.admission, Log: slogOf(log),
 	})
-	reader, err := files.NewReadService(files.ReadConfig{Downloadable: cfg.Files.Downloadable, CursorKey: cursorKey}, files.ReadDeps{
+	reader, err = files.NewReadService(files.ReadConfig{
+		Downloadable: cfg.Files.Downloadable, CursorKey: cursorKey, LookupTTL: fileLookupTTL,
+	}, files.ReadDeps{
 		Records: st, Keys: st, Bucket: bucket, Opener: keyring,
 		Workspaces: workspaces, Log: slogOf(log),
 	})
@@ -200,7 +206,7 @@ func (a *App) build(ctx context.Context) error {
 		Catalog:         a.catalog,
 		Workspaces:      workspaces,
 		Keys:            keys.NewManager(st, keyWorkspaces{workspaces}, sealer),
-		ProviderKeys:    keys.NewProviderKeys(st, keyWorkspaces{workspaces}, sealer, uuid.NewString),
+		ProviderKeys:    keys.NewProviderKeys(providerKeyChanges{ProviderKeyStore: st, forget: forgetLookups}, keyWorkspaces{workspaces}, sealer, uuid.NewString),
 		Spend:           spend.NewService(st, uuid.NewString),
 		SpendGuard:      enforcer,
 		Files:           a.files,

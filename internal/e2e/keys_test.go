@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aigateway/gateway/client"
 	"github.com/aigateway/gateway/providers/providertest"
@@ -144,6 +145,58 @@ func TestProviderKeyChoice(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("%d provider keys listed, want 2", n)
+	}
+}
+
+// TestProviderKeyChangeReachesReplicas: two gateways on one database. A
+// provider key replaced, disabled, enabled or deleted through one is in
+// effect on the other, which remembers what it looked up for its file
+// routes (app's fileLookupTTL, 1 s), within 2 s, while the other keeps
+// listing. The replica that made the change is covered by
+// TestProviderKeyChoice: there it is in effect at once.
+func TestProviderKeyChangeReachesReplicas(t *testing.T) {
+	stand := providertest.NewOpenAI(t)
+	cfg := testConfig(t)
+	cfg.Providers.OpenAI.BaseURL = stand.BaseURL
+	writer, reader := startGateway(t, cfg), startGateway(t, cfg)
+	ctx := context.Background()
+	admin := writer.newKey(t, "alice", "--management")
+	c := writer.newClient(t, admin)
+	pk, err := c.CreateProviderKey(ctx, client.ProviderKeyCreate{Provider: "openai", Secret: providertest.OpenAIKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func() int {
+		res, _ := reader.do(t, "GET", "/api/v1/files?provider=openai", admin, nil, nil)
+		return res.StatusCode
+	}
+	if status := list(); status != http.StatusOK {
+		t.Fatalf("list through the other replica: %d", status)
+	}
+	for _, step := range []struct {
+		name   string
+		update client.ProviderKeyUpdate
+		delete bool
+		want   int
+	}{
+		{"replaced by a key the provider refuses", client.ProviderKeyUpdate{Secret: client.Set("sk-wrong-000000000000")}, false, http.StatusBadGateway},
+		{"replaced by the right one again", client.ProviderKeyUpdate{Secret: client.Set(providertest.OpenAIKey)}, false, http.StatusOK},
+		{"disabled", client.ProviderKeyUpdate{Disabled: client.Set(true)}, false, http.StatusBadRequest},
+		{"enabled", client.ProviderKeyUpdate{Disabled: client.Set(false)}, false, http.StatusOK},
+		{"deleted", client.ProviderKeyUpdate{}, true, http.StatusBadRequest},
+	} {
+		// The other replica has just listed, with the key as it was.
+		changed := time.Now()
+		if step.delete {
+			err = c.DeleteProviderKey(ctx, pk.ID)
+		} else {
+			_, err = c.UpdateProviderKey(ctx, pk.ID, step.update)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		waitFor(t, 2*time.Second, step.name+" on the other replica", func() bool { return list() == step.want })
+		t.Logf("%s: in effect on the other replica after %v", step.name, time.Since(changed).Round(time.Millisecond))
 	}
 }
 

@@ -111,6 +111,8 @@ type Server struct {
 	changed  chan struct{} // closed and replaced when requests grows
 	knobs    knobs
 	conns    int // connections accepted
+	// forget: finished requests are not kept (DiscardRequests).
+	forget bool
 }
 
 type knobs struct {
@@ -253,6 +255,15 @@ func (s *Server) File(id string) (StoredFile, bool) {
 	return f, ok
 }
 
+// DiscardRequests stops keeping the requests the stand-in finishes, so a
+// long load run does not grow it without bound; Requests and AwaitRequests
+// then see none of the later ones.
+func (s *Server) DiscardRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forget = true
+}
+
 // Requests returns every request finished so far, in order of completion.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -309,6 +320,9 @@ func (s *Server) begin(r *http.Request) Request {
 func (s *Server) finish(rec Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.forget {
+		return
+	}
 	s.requests = append(s.requests, rec)
 	close(s.changed)
 	s.changed = make(chan struct{})
