@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/jsonobj"
 )
 
 // A page of files is written by hand: encoding/json's reflection over the
@@ -19,7 +19,7 @@ import (
 // appendFileList appends page, dressed in s, as a JSON object.
 func appendFileList(b []byte, s shape, page files.Page) []byte {
 	b = append(b, `{"_shape":`...)
-	b = appendJSONString(b, string(s))
+	b = jsonobj.AppendString(b, string(s))
 	if s == shapeOpenAI {
 		b = append(b, `,"object":"list"`...)
 	}
@@ -54,24 +54,24 @@ func appendFileList(b []byte, s shape, page files.Page) []byte {
 // appendFile appends rec dressed in s, as fileShape dresses it.
 func appendFile(b []byte, s shape, rec files.Record, downloadable bool) []byte {
 	b = append(b, `{"_shape":`...)
-	b = appendJSONString(b, string(s))
+	b = jsonobj.AppendString(b, string(s))
 	b = append(b, `,"id":`...)
-	b = appendJSONString(b, rec.ID)
+	b = jsonobj.AppendString(b, rec.ID)
 	if s == shapeOpenAI {
 		b = append(b, `,"object":"file","bytes":`...)
 		b = strconv.AppendInt(b, rec.Size, 10)
 		b = append(b, `,"created_at":`...)
 		b = strconv.AppendInt(b, rec.CreatedAt.Unix(), 10)
 		b = append(b, `,"filename":`...)
-		b = appendJSONString(b, rec.Filename)
+		b = jsonobj.AppendString(b, rec.Filename)
 		b = append(b, `,"purpose":`...)
-		b = appendJSONString(b, string(cmp.Or(rec.Purpose, files.DefaultPurpose)))
+		b = jsonobj.AppendString(b, string(cmp.Or(rec.Purpose, files.DefaultPurpose)))
 		return append(b, `,"status":"processed"}`...)
 	}
 	b = append(b, `,"type":"file","filename":`...)
-	b = appendJSONString(b, rec.Filename)
+	b = jsonobj.AppendString(b, rec.Filename)
 	b = append(b, `,"mime_type":`...)
-	b = appendJSONString(b, rec.MimeType)
+	b = jsonobj.AppendString(b, rec.MimeType)
 	b = append(b, `,"size_bytes":`...)
 	b = strconv.AppendInt(b, rec.Size, 10)
 	b = append(b, `,"downloadable":`...)
@@ -88,63 +88,7 @@ func appendNullable(b []byte, s string, ok bool) []byte {
 	if !ok {
 		return append(b, "null"...)
 	}
-	return appendJSONString(b, s)
-}
-
-// appendJSONString appends s as a JSON string escaped as encoding/json
-// escapes it by default: '"' and '\\' behind a backslash; \b, \f, \n, \r
-// and \t by name and the other control characters as \u00XX; <, > and &
-// as \u003c, \u003e and \u0026 (HTML-safe); U+2028 and U+2029 as \u2028
-// and \u2029; and each byte of invalid UTF-8 as \ufffd.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	done := 0 // s[:done] is in b
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[done:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			done = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[done:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[done:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		done = i
-	}
-	b = append(b, s[done:]...)
-	return append(b, '"')
+	return jsonobj.AppendString(b, s)
 }
 
 // listBuffers hold encoded pages until they are written.

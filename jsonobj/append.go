@@ -4,46 +4,70 @@ import "unicode/utf8"
 
 const hexDigits = "0123456789abcdef"
 
+// AppendString appends s as a JSON string, quoted and escaped exactly as
+// encoding/json.Marshal writes it: '"' and '\\' behind a backslash; \b,
+// \f, \n, \r and \t by name and the other control characters as \u00XX;
+// <, > and & as \u003c, \u003e and \u0026 (HTML-safe); U+2028 and U+2029
+// as \u2028 and \u2029; and each byte of invalid UTF-8 as \ufffd.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = appendEscaped(b, s, true)
+	return append(b, '"')
+}
+
 // AppendEscaped appends s escaped for the inside of a JSON string (the
-// quotes are the caller's), the way zap does it:
-// quote, backslash and control characters escaped (\n, \r, \t, else
-// \u00XX), HTML characters as they are, and each byte of invalid UTF-8 as
-// U+FFFD, as encoding/json and zap write it.
+// quotes are the caller's), the way zap does it: quote, backslash and
+// control characters escaped (\n, \r, \t, else \u00XX), HTML characters
+// and U+2028/U+2029 as they are, and each byte of invalid UTF-8 as \ufffd.
 func AppendEscaped(b []byte, s string) []byte {
-	last := 0
+	return appendEscaped(b, s, false)
+}
+
+// appendEscaped escapes as encoding/json does when std, as zap does if not.
+func appendEscaped(b []byte, s string, std bool) []byte {
+	done := 0 // s[:done] is in b
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && (!std || c != '<' && c != '>' && c != '&') {
+				i++
 				continue
 			}
-			b = append(b, s[last:i]...)
+			b = append(b, s[done:i]...)
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case std && c == '\b':
+				b = append(b, '\\', 'b')
+			case std && c == '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			done = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[done:i]...)
 			b = append(b, `\ufffd`...)
-			i++
-			last = i
-			continue
-		}
-		if c >= 0x20 && c != '\\' && c != '"' {
-			i++
-			continue
-		}
-		b = append(b, s[last:i]...)
-		switch c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
+		case std && (r == '\u2028' || r == '\u2029'):
+			b = append(b, s[done:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
 		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			i += size
+			continue
 		}
-		i++
-		last = i
+		i += size
+		done = i
 	}
-	return append(b, s[last:]...)
+	return append(b, s[done:]...)
 }

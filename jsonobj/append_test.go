@@ -24,3 +24,19 @@ func FuzzAppendEscaped(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendString: AppendString writes what encoding/json.Marshal writes.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "alice", `q"uote\back`, "\b\f\n\r\t\x00\x1f\x7f", "<a>&'", "é✓😀", "bad\xffutf8\xc3", "\u2028\u2029"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendString(nil, s); string(got) != string(want) {
+			t.Fatalf("AppendString(%q) = %s, encoding/json writes %s", s, got, want)
+		}
+	})
+}

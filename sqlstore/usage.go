@@ -167,16 +167,16 @@ func (s *Store) appendReportRows(b []byte, reports []*spend.Recorded) ([]byte, e
 			b = append(b, ',')
 		}
 		b = append(b, '[')
-		b = appendJSONString(b, r.UserID)
+		b = jsonobj.AppendString(b, r.UserID)
 		b = append(b, ',')
-		b = appendJSONString(b, r.ID)
+		b = jsonobj.AppendString(b, r.ID)
 		b = append(b, ',')
-		b = appendJSONString(b, r.KeyID)
+		b = jsonobj.AppendString(b, r.KeyID)
 		b = append(b, ',')
 		if r.WorkspaceID == "" {
 			b = append(b, "null"...)
 		} else {
-			b = appendJSONString(b, r.WorkspaceID)
+			b = jsonobj.AppendString(b, r.WorkspaceID)
 		}
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(r.Cost), 10)
@@ -187,12 +187,6 @@ func (s *Store) appendReportRows(b []byte, reports []*spend.Recorded) ([]byte, e
 		b = append(b, ']')
 	}
 	return append(b, ']'), nil
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = jsonobj.AppendEscaped(b, s)
-	return append(b, '"')
 }
 
 // usageRows bounds the rows of one multi-row statement of sums: a whole
