@@ -36,7 +36,7 @@ var sqliteDialect = dialect{
 	// tells SQLite's parser that the ON CONFLICT which follows belongs to
 	// the INSERT, not to a join.
 	reportRows: `SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, ?
-		FROM json_each(CAST(? AS TEXT)) WHERE true`,
+		FROM jsonb_each(CAST(? AS TEXT)) WHERE true`,
 	appendTS:    func(b []byte, t time.Time) []byte { return strconv.AppendInt(b, t.UnixMicro(), 10) },
 	violation:   sqliteViolation,
 	unavailable: sqliteUnavailable,
