@@ -59,9 +59,11 @@ func Walk(body []byte, field func(key string, raw json.RawMessage)) error {
 	return members(obj, field)
 }
 
-// Array returns the elements of the JSON array raw, as slices of it. raw
-// must be valid JSON (a member handed out by Walk is).
+// Array returns the elements of the JSON array raw, as slices of it.
 func Array(raw json.RawMessage) ([]json.RawMessage, error) {
+	if !json.Valid(raw) {
+		return nil, ErrMalformed
+	}
 	var out []json.RawMessage
 	err := Elements(raw, func(_ int, v json.RawMessage) bool {
 		out = append(out, v)
@@ -72,15 +74,13 @@ func Array(raw json.RawMessage) ([]json.RawMessage, error) {
 
 // Elements calls element with each element of the JSON array raw in turn
 // (a slice of raw) and its index, until element returns false. raw must be
-// valid JSON (a member handed out by Walk is). It is Array without
-// collecting the elements.
+// valid JSON, as a member handed out by Walk (or an element by Elements)
+// is: it is not checked again. It is Array without collecting the
+// elements.
 func Elements(raw json.RawMessage, element func(i int, v json.RawMessage) bool) error {
 	i := skipSpace(raw, 0)
 	if i == len(raw) || raw[i] != '[' {
 		return ErrNotArray
-	}
-	if !json.Valid(raw) {
-		return ErrMalformed
 	}
 	i = skipSpace(raw, i+1)
 	if raw[i] == ']' {
@@ -97,6 +97,18 @@ func Elements(raw json.RawMessage, element func(i int, v json.RawMessage) bool) 
 		}
 		i = skipSpace(raw, i+1) // past the comma
 	}
+}
+
+// Members is Walk for raw already checked: a member handed out by Walk or
+// an element by Elements. It calls field with each member of the JSON
+// object raw, in order, and refuses a key given twice (*DuplicateError) or
+// a value that is not an object (ErrNotObject).
+func Members(raw []byte, field func(key string, raw json.RawMessage)) error {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' {
+		return ErrNotObject
+	}
+	return members(raw[i:], field)
 }
 
 // members walks the members of obj, a valid JSON object.

@@ -176,3 +176,20 @@ func TestScalars(t *testing.T) {
 		}
 	}
 }
+
+func TestMembers(t *testing.T) {
+	var keys []string
+	err := Members([]byte(` {"a":1,"b":{"c":[2]}} `), func(k string, v json.RawMessage) { keys = append(keys, k+"="+string(v)) })
+	if err != nil || strings.Join(keys, " ") != `a=1 b={"c":[2]}` {
+		t.Fatalf("Members = %q, %v", keys, err)
+	}
+	var dup *DuplicateError
+	if err := Members([]byte(`{"a":1,"a":2}`), func(string, json.RawMessage) {}); !errors.As(err, &dup) || dup.Key != "a" {
+		t.Errorf("a key given twice: %v", err)
+	}
+	for _, notObject := range []string{`[]`, `1`, `"x"`, ``, ` `} {
+		if err := Members([]byte(notObject), func(string, json.RawMessage) {}); !errors.Is(err, ErrNotObject) {
+			t.Errorf("Members(%q) = %v, want ErrNotObject", notObject, err)
+		}
+	}
+}

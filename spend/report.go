@@ -173,7 +173,7 @@ func parseReport(body []byte, now time.Time, withKey bool, i int) (Report, error
 			bad = &InvalidError{reportField(i, field), problem}
 		}
 	}
-	err := jsonobj.Walk(body, func(name string, v json.RawMessage) {
+	field := func(name string, v json.RawMessage) {
 		switch {
 		case name == "id":
 			id = true
@@ -232,7 +232,16 @@ func parseReport(body []byte, now time.Time, withKey bool, i int) (Report, error
 		default:
 			fail(name, "unknown field")
 		}
-	})
+	}
+	// A report of a batch is an element of a document already checked
+	// whole; one report alone is the document. (Called directly, not
+	// through a function value, so that field stays on the stack.)
+	var err error
+	if i >= 0 {
+		err = jsonobj.Members(body, field)
+	} else {
+		err = jsonobj.Walk(body, field)
+	}
 	if err := documentError(err); err != nil {
 		ie := err.(*InvalidError)
 		if i >= 0 { // name the report: reports[3] (its body), reports[3].id (a key in it)
