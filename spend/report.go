@@ -21,6 +21,10 @@ const (
 	MaxReportAge  = 35 * 24 * time.Hour
 	maxReportID   = 128
 	maxClockAhead = time.Minute // components' clocks may run a little ahead of this one's
+	// MaxCost bounds one report: a million dollars, far above any billed
+	// request, and low enough that no plausible history of reports carries
+	// a key's sums past what they can hold.
+	MaxCost = money.Micros(1_000_000 * 1_000_000)
 )
 
 // Report is one billed request's cost, as a component reports it.
@@ -205,6 +209,8 @@ func parseReport(body []byte, now time.Time, withKey bool, i int) (Report, error
 				fail("cost", "must be a number in range")
 			case m < 0:
 				fail("cost", "must be 0 or more")
+			case m > MaxCost:
+				fail("cost", "must be at most 1000000")
 			}
 			r.Cost = m
 		case name == "byok":

@@ -39,6 +39,8 @@ func TestParseBatch(t *testing.T) {
 		`{"reports":[{"id":"a","key":"x","cost":1}]}`:                                                             "reports[0].key",
 		`{"reports":[{"id":"a","key":"00000000000000aa","cost":-1}]}`:                                             "reports[0].cost",
 		`{"reports":[{"id":"a","key":"00000000000000aa","cost":"1"}]}`:                                            "reports[0].cost",
+		`{"reports":[{"id":"a","key":"00000000000000aa","cost":1000000.000001}]}`:                                 "reports[0].cost",
+		`{"reports":[{"id":"a","key":"00000000000000aa","cost":9223372036854.775807}]}`:                           "reports[0].cost",
 		`{"reports":[{"id":"a","key":"00000000000000aa","cost":0.0000001}]}`:                                      "reports[0].cost",
 		`{"reports":[{"id":"a","key":"00000000000000aa","cost":1,"byok":null}]}`:                                  "reports[0].byok",
 		`{"reports":[{"id":"a","key":"00000000000000aa","cost":1,"at":"2026-12-01T00:00:00Z"}]}`:                  "reports[0].at",

@@ -69,6 +69,7 @@ func runContract(t *testing.T, b backend) {
 		{"ProviderKeys/Migrate", testProviderKeysMigrate},
 		{"Usage/Record", testUsageRecord},
 		{"Usage/StoredAsSent", testUsageStoredAsSent},
+		{"Usage/Overflow", testUsageOverflow},
 		{"Console/SignOut", testSignOut},
 		{"Usage/Budgets", testBudgets},
 		{"Usage/KeyStanding", testKeyStanding},

@@ -51,6 +51,9 @@ const (
 	violationPrimaryKey
 	violationUnique
 	violationForeignKey
+	// violationOutOfRange: a number past what its column holds (an integer
+	// sum that overflowed).
+	violationOutOfRange
 )
 
 // timeCol scans a time column written by dialect.ts: Unix microseconds on

@@ -17,6 +17,7 @@ import (
 const (
 	pgUniqueViolation     = "23505"
 	pgForeignKeyViolation = "23503"
+	pgOutOfRange          = "22003" // numeric_value_out_of_range
 )
 
 // pgMigrationLockKey names the advisory lock held while migrating: the
@@ -69,6 +70,8 @@ func postgresViolation(err error) violation {
 		return violationUnique
 	case pgForeignKeyViolation:
 		return violationForeignKey
+	case pgOutOfRange:
+		return violationOutOfRange
 	}
 	return violationNone
 }

@@ -56,6 +56,8 @@ func sqliteViolation(err error) violation {
 		return violationUnique
 	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 		return violationForeignKey
+	case sqlite3.SQLITE_CONSTRAINT_DATATYPE: // an integer overflowed into a REAL, which STRICT refuses
+		return violationOutOfRange
 	}
 	return violationNone
 }

@@ -216,7 +216,7 @@ func (s *Store) addToDays(ctx context.Context, tx *sql.Tx, reports []*spend.Reco
 		}
 		var ok bool
 		if d.cost, ok = d.cost.Add(r.Cost); !ok {
-			return invalidf("usage sum overflows")
+			return errUsageOverflow()
 		}
 		if r.BYOK {
 			d.byok, _ = d.byok.Add(r.Cost)
@@ -243,10 +243,20 @@ func (s *Store) addToDays(ctx context.Context, tx *sql.Tx, reports []*spend.Reco
 			VALUES `+s.d.valueRows(len(batch), 5)+`
 			ON CONFLICT (key_id, day) DO UPDATE SET cost = usage_days.cost + excluded.cost,
 				byok_cost = usage_days.byok_cost + excluded.byok_cost`, args...); err != nil {
+			if s.d.violation(err) == violationOutOfRange {
+				return errUsageOverflow()
+			}
 			return fmt.Errorf("sqlstore: add usage: %w", err)
 		}
 	}
 	return nil
+}
+
+// errUsageOverflow refuses a batch that would carry a key's daily sum
+// past what it holds: the caller's mistake (spend.MaxCost makes it take
+// millions of reports), answered as a batch refused, not a fault.
+func errUsageOverflow() error {
+	return &spend.InvalidError{Field: "reports", Problem: "would carry a key's usage past the largest sum kept"}
 }
 
 func cmpStrings(a, b string) int { return strings.Compare(a, b) }

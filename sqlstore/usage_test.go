@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -122,6 +123,35 @@ func testUsageStoredAsSent(t *testing.T, b backend) {
 		if got != want {
 			t.Errorf("stored %+v\nsent   %+v", got, want)
 		}
+	}
+}
+
+// testUsageOverflow: a batch that would carry a key's daily sum past what
+// it holds is refused as the caller's (a spend.InvalidError), and nothing
+// of it is kept: the sums are as they were, and its reports can be sent
+// again.
+func testUsageOverflow(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	k := mustRoleKey(t, s, "alice", keys.RoleStandard, "", time.Now())
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	report := func(id string, cost money.Micros) []spend.Recorded {
+		return []spend.Recorded{{UserID: "alice", Report: spend.Report{ID: id, KeyID: k.ID, Cost: cost, At: at}}}
+	}
+	if n, err := s.RecordUsage(ctx, report("big", math.MaxInt64-10)); err != nil || n != 1 {
+		t.Fatalf("RecordUsage = %d, %v", n, err)
+	}
+	var bad *spend.InvalidError
+	if _, err := s.RecordUsage(ctx, report("over", 11)); !errors.As(err, &bad) || bad.Field != "reports" {
+		t.Fatalf("a sum past the largest: %v, want a spend.InvalidError of reports", err)
+	}
+	usage, err := s.KeyUsage(ctx, []string{k.ID}, spend.WindowsAt(at))
+	if err != nil || usage[k.ID].Daily != math.MaxInt64-10 {
+		t.Fatalf("usage after the refused batch: %+v, %v", usage[k.ID], err)
+	}
+	if n, err := s.RecordUsage(ctx, report("over", 10)); err != nil || n != 1 {
+		t.Fatalf("a report of the refused batch's id sent again: %d, %v", n, err)
 	}
 }
 
