@@ -13,11 +13,14 @@ import (
 	"github.com/aigateway/gateway/money"
 )
 
-// Recorded is a report ready to be stored: its key's workspace resolved.
-type Recorded struct {
-	Report
-	UserID      string
-	WorkspaceID string // "" for a key bound to no workspace
+// Batch is one user's reports ready to be stored, each report's key's
+// workspace resolved.
+type Batch struct {
+	UserID  string
+	Reports []Report
+	// Workspaces maps the key of every report to its workspace ("" for a
+	// key bound to no workspace).
+	Workspaces map[string]string
 }
 
 // Store keeps reports durably and sums them.
@@ -29,7 +32,7 @@ type Store interface {
 	// and adds them to the sums, in one transaction; it returns how many
 	// were new. A report stored concurrently by another replica is a
 	// duplicate here, never counted twice.
-	RecordUsage(ctx context.Context, reports []Recorded) (accepted int, err error)
+	RecordUsage(ctx context.Context, b Batch) (accepted int, err error)
 	// KeyUsage sums the usage of each key in ids in the windows of w.
 	KeyUsage(ctx context.Context, ids []string, w Windows) (map[string]Usage, error)
 	// DailyUsage sums the usage of scope per UTC day, for the days first
@@ -123,23 +126,20 @@ func (s *Service) record(ctx context.Context, userID string, reports []Report, k
 	if err != nil {
 		return Result{}, err
 	}
-	recs := make([]Recorded, len(reports))
 	for i, r := range reports {
-		ws, ok := known[r.KeyID]
-		if !ok {
+		if _, ok := known[r.KeyID]; !ok {
 			field := keyField
 			if len(reports) > 1 || keyField != "key" {
 				field = fmt.Sprintf(keyField, i)
 			}
 			return Result{}, &InvalidError{field, "no such key of this user"}
 		}
-		recs[i] = Recorded{Report: r, UserID: userID, WorkspaceID: ws}
 	}
-	n, err := s.store.RecordUsage(ctx, recs)
+	n, err := s.store.RecordUsage(ctx, Batch{UserID: userID, Reports: reports, Workspaces: known})
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Accepted: n, Duplicates: len(recs) - n}, nil
+	return Result{Accepted: n, Duplicates: len(reports) - n}, nil
 }
 
 // KeyUsage returns the usage of keys now.

@@ -13,7 +13,8 @@ import (
 // not called by ReportBatch.
 type recordingStore struct {
 	Store
-	recorded []Recorded
+	recorded []Report
+	batches  []Batch
 }
 
 func (s *recordingStore) KeysOf(_ context.Context, _ string, ids []string) (map[string]string, error) {
@@ -26,9 +27,10 @@ func (s *recordingStore) KeysOf(_ context.Context, _ string, ids []string) (map[
 	return out, nil
 }
 
-func (s *recordingStore) RecordUsage(_ context.Context, rs []Recorded) (int, error) {
-	s.recorded = append(s.recorded, rs...)
-	return len(rs), nil
+func (s *recordingStore) RecordUsage(_ context.Context, b Batch) (int, error) {
+	s.recorded = append(s.recorded, b.Reports...)
+	s.batches = append(s.batches, b)
+	return len(b.Reports), nil
 }
 
 // TestReportBatchKeepsNoReferenceToBody: the gateway reads batches into
@@ -49,6 +51,9 @@ func TestReportBatchKeepsNoReferenceToBody(t *testing.T) {
 	if len(store.recorded) != 2 || store.recorded[0].ID != "r-1" || store.recorded[0].KeyID != "00000000000000aa" ||
 		store.recorded[1].ID != "r-2" || store.recorded[1].KeyID != "00000000000000ab" {
 		t.Fatalf("recorded %+v after the body was overwritten", store.recorded)
+	}
+	if b := store.batches[0]; b.UserID != "alice" || len(b.Workspaces) != 2 || b.Workspaces["00000000000000aa"] != "ws" {
+		t.Fatalf("batch of %q with workspaces %v", b.UserID, b.Workspaces)
 	}
 
 	bad := []byte(`{"reports":[{"id":"r-3","key":"00000000000000aa","cost":1,"unknown_field_name":1}]}`)

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -78,21 +77,19 @@ func canonicalOr(id string) string {
 // 8,000 boxed arguments, converted twice on the way to the driver, was
 // most of the garbage of an ingest, and its collection slowed the lookups
 // sharing the process.
-func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (accepted int, err error) {
+func (s *Store) RecordUsage(ctx context.Context, batch spend.Batch) (accepted int, err error) {
 	defer s.classify(&err)
-	if len(reports) == 0 {
+	if len(batch.Reports) == 0 {
 		return 0, nil
 	}
-	sorted := make([]*spend.Recorded, len(reports))
-	for i := range reports {
-		sorted[i] = &reports[i]
+	sorted := make([]*spend.Report, len(batch.Reports))
+	for i := range batch.Reports {
+		sorted[i] = &batch.Reports[i]
 	}
-	slices.SortFunc(sorted, func(a, b *spend.Recorded) int {
-		return cmp.Or(strings.Compare(a.UserID, b.UserID), strings.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(sorted, func(a, b *spend.Report) int { return strings.Compare(a.ID, b.ID) })
 	bp := reportBuffers.Get().(*[]byte)
 	defer reportBuffers.Put(bp)
-	rows, err := s.appendReportRows((*bp)[:0], sorted)
+	rows, err := s.appendReportRows((*bp)[:0], batch, sorted)
 	*bp = rows
 	if err != nil {
 		return 0, err
@@ -101,19 +98,19 @@ func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (acce
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.QueryContext(ctx, `INSERT INTO usage_reports
 			(user_id, id, key_id, workspace_id, cost, byok, at, received_at) `+s.d.reportRows+`
-			ON CONFLICT (user_id, id) DO NOTHING RETURNING user_id, id`, received, rows)
+			ON CONFLICT (user_id, id) DO NOTHING RETURNING id`, received, rows)
 		if err != nil {
 			return fmt.Errorf("sqlstore: record usage: %w", err)
 		}
-		fresh := make([]*spend.Recorded, 0, len(sorted))
-		var user, id sql.RawBytes // read in place: only looked up
+		fresh := make([]*spend.Report, 0, len(sorted))
+		var id sql.RawBytes // read in place: only looked up
 		for res.Next() {
-			if err := res.Scan(&user, &id); err != nil {
+			if err := res.Scan(&id); err != nil {
 				res.Close()
 				return fmt.Errorf("sqlstore: record usage: %w", err)
 			}
-			i, found := slices.BinarySearchFunc(sorted, 0, func(r *spend.Recorded, _ int) int {
-				return cmp.Or(compareRaw(r.UserID, user), compareRaw(r.ID, id))
+			i, found := slices.BinarySearchFunc(sorted, 0, func(r *spend.Report, _ int) int {
+				return compareRaw(r.ID, id)
 			})
 			if !found {
 				res.Close()
@@ -127,7 +124,7 @@ func (s *Store) RecordUsage(ctx context.Context, reports []spend.Recorded) (acce
 			return fmt.Errorf("sqlstore: record usage: %w", err)
 		}
 		accepted = len(fresh)
-		return s.addToDays(ctx, tx, fresh)
+		return s.addToDays(ctx, tx, batch.Workspaces, fresh)
 	})
 	if err != nil {
 		return 0, err
@@ -152,31 +149,34 @@ func compareRaw(s string, b []byte) int {
 // buffer), so a batch leaves no copy of itself behind.
 var reportBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// appendReportRows appends reports as the JSON array dialect.reportRows
-// reads: [user_id, id, key_id, workspace_id or null, cost, byok, at] per
-// report, in order. Identifiers must be valid UTF-8, as PostgreSQL's TEXT
-// requires; report ids are printable ASCII by then.
-func (s *Store) appendReportRows(b []byte, reports []*spend.Recorded) ([]byte, error) {
+// appendReportRows appends reports, of batch, as the JSON array
+// dialect.reportRows reads: [user_id, id, key_id, workspace_id or null,
+// cost, byok, at] per report, in order. Identifiers must be valid UTF-8, as
+// PostgreSQL's TEXT requires; report ids are printable ASCII by then.
+func (s *Store) appendReportRows(b []byte, batch spend.Batch, reports []*spend.Report) ([]byte, error) {
+	if !utf8.ValidString(batch.UserID) {
+		return b, invalidf("usage reports of user %q: identifiers must be UTF-8", batch.UserID)
+	}
 	b = append(b, '[')
 	for i, r := range reports {
-		if !utf8.ValidString(r.UserID) || !utf8.ValidString(r.ID) || !utf8.ValidString(r.KeyID) ||
-			!utf8.ValidString(r.WorkspaceID) {
+		ws := batch.Workspaces[r.KeyID]
+		if !utf8.ValidString(r.ID) || !utf8.ValidString(r.KeyID) || !utf8.ValidString(ws) {
 			return b, invalidf("usage report %q: identifiers must be UTF-8", r.ID)
 		}
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, '[')
-		b = jsonobj.AppendString(b, r.UserID)
+		b = jsonobj.AppendString(b, batch.UserID)
 		b = append(b, ',')
 		b = jsonobj.AppendString(b, r.ID)
 		b = append(b, ',')
 		b = jsonobj.AppendString(b, r.KeyID)
 		b = append(b, ',')
-		if r.WorkspaceID == "" {
+		if ws == "" {
 			b = append(b, "null"...)
 		} else {
-			b = jsonobj.AppendString(b, r.WorkspaceID)
+			b = jsonobj.AppendString(b, ws)
 		}
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(r.Cost), 10)
@@ -204,14 +204,15 @@ type daySum struct {
 	cost, byok money.Micros
 }
 
-// addToDays adds reports to usage_days.
-func (s *Store) addToDays(ctx context.Context, tx *sql.Tx, reports []*spend.Recorded) error {
+// addToDays adds reports to usage_days; workspaces maps their keys to
+// their workspaces.
+func (s *Store) addToDays(ctx context.Context, tx *sql.Tx, workspaces map[string]string, reports []*spend.Report) error {
 	sums := map[dayKey]*daySum{}
 	for _, r := range reports {
 		k := dayKey{r.KeyID, spend.Day(r.At)}
 		d := sums[k]
 		if d == nil {
-			d = &daySum{workspace: r.WorkspaceID}
+			d = &daySum{workspace: workspaces[r.KeyID]}
 			sums[k] = d
 		}
 		var ok bool

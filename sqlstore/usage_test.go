@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -27,10 +28,10 @@ func testUsageRecord(t *testing.T, b backend) {
 	ws := mustWorkspace(t, s, "alice", "team")
 	k := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, time.Now())
 	day := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	batch := func(prefix string, n int, at time.Time) []spend.Recorded {
-		out := make([]spend.Recorded, n)
+	batch := func(prefix string, n int, at time.Time) []recorded {
+		out := make([]recorded, n)
 		for i := range out {
-			out[i] = spend.Recorded{UserID: "alice", WorkspaceID: ws.ID, Report: spend.Report{
+			out[i] = recorded{UserID: "alice", WorkspaceID: ws.ID, Report: spend.Report{
 				ID: fmt.Sprintf("%s-%04d", prefix, i), KeyID: k.ID, Cost: 1, BYOK: i%2 == 0, At: at}}
 		}
 		return out
@@ -42,7 +43,7 @@ func testUsageRecord(t *testing.T, b backend) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := s.RecordUsage(ctx, batch("a", 1000, day))
+			n, err := recordUsage(ctx, s, batch("a", 1000, day))
 			if err != nil {
 				t.Error(err)
 			}
@@ -53,14 +54,14 @@ func testUsageRecord(t *testing.T, b backend) {
 	if accepted[0]+accepted[1] != 1000 {
 		t.Fatalf("the same batch sent twice at once was accepted %v times, want 1000 in all", accepted)
 	}
-	if n, err := s.RecordUsage(ctx, batch("a", 1000, day)); err != nil || n != 0 {
+	if n, err := recordUsage(ctx, s, batch("a", 1000, day)); err != nil || n != 0 {
 		t.Fatalf("replayed: %d accepted, %v", n, err)
 	}
 	// Yesterday and last month count in the lifetime only.
-	if _, err := s.RecordUsage(ctx, batch("y", 10, day.AddDate(0, 0, -1))); err != nil {
+	if _, err := recordUsage(ctx, s, batch("y", 10, day.AddDate(0, 0, -1))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RecordUsage(ctx, batch("m", 100, day.AddDate(0, -1, 0))); err != nil {
+	if _, err := recordUsage(ctx, s, batch("m", 100, day.AddDate(0, -1, 0))); err != nil {
 		t.Fatal(err)
 	}
 	usage, err := s.KeyUsage(ctx, []string{k.ID, "0000000000000000"}, spend.WindowsAt(day))
@@ -78,7 +79,7 @@ func testUsageRecord(t *testing.T, b backend) {
 	mustUser(t, s, "bob")
 	other := batch("a", 1, day)
 	other[0].UserID = "bob"
-	if n, err := s.RecordUsage(ctx, other); err != nil || n != 1 {
+	if n, err := recordUsage(ctx, s, other); err != nil || n != 1 {
 		t.Fatalf("bob's report with alice's id: %d, %v", n, err)
 	}
 	known, err := s.KeysOf(ctx, "alice", []string{k.ID, k.ID, "0000000000000001"})
@@ -99,19 +100,20 @@ func testUsageStoredAsSent(t *testing.T, b backend) {
 	mustUser(t, s, "alice")
 	ws := mustWorkspace(t, s, "alice", "team")
 	k := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, time.Now())
+	unbound := mustRoleKey(t, s, "alice", keys.RoleManagement, "", time.Now())
 	at := time.Date(2026, 2, 28, 23, 59, 59, 999_999_000, time.UTC)
-	sent := []spend.Recorded{
+	sent := []recorded{
 		{UserID: "alice", WorkspaceID: ws.ID, Report: spend.Report{ID: `q"uote\back{}[],:null`, KeyID: k.ID, Cost: 9_223_372_036_854_775, BYOK: true, At: at}},
-		{UserID: "alice", Report: spend.Report{ID: "no-workspace", KeyID: k.ID, Cost: 0, At: at.Add(time.Microsecond)}},
+		{UserID: "alice", Report: spend.Report{ID: "no-workspace", KeyID: unbound.ID, Cost: 0, At: at.Add(time.Microsecond)}},
 	}
-	if n, err := s.RecordUsage(ctx, sent); err != nil || n != 2 {
+	if n, err := recordUsage(ctx, s, sent); err != nil || n != 2 {
 		t.Fatalf("RecordUsage = %d, %v", n, err)
 	}
-	if n, err := s.RecordUsage(ctx, sent); err != nil || n != 0 {
+	if n, err := recordUsage(ctx, s, sent); err != nil || n != 0 {
 		t.Fatalf("replayed: %d accepted, %v", n, err)
 	}
 	for _, want := range sent {
-		var got spend.Recorded
+		var got recorded
 		var ws sql.NullString
 		var cost int64
 		err := s.r.QueryRowContext(ctx, `SELECT user_id, key_id, workspace_id, cost, byok, at
@@ -136,21 +138,21 @@ func testUsageOverflow(t *testing.T, b backend) {
 	mustUser(t, s, "alice")
 	k := mustRoleKey(t, s, "alice", keys.RoleStandard, "", time.Now())
 	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	report := func(id string, cost money.Micros) []spend.Recorded {
-		return []spend.Recorded{{UserID: "alice", Report: spend.Report{ID: id, KeyID: k.ID, Cost: cost, At: at}}}
+	report := func(id string, cost money.Micros) []recorded {
+		return []recorded{{UserID: "alice", Report: spend.Report{ID: id, KeyID: k.ID, Cost: cost, At: at}}}
 	}
-	if n, err := s.RecordUsage(ctx, report("big", math.MaxInt64-10)); err != nil || n != 1 {
+	if n, err := recordUsage(ctx, s, report("big", math.MaxInt64-10)); err != nil || n != 1 {
 		t.Fatalf("RecordUsage = %d, %v", n, err)
 	}
 	var bad *spend.InvalidError
-	if _, err := s.RecordUsage(ctx, report("over", 11)); !errors.As(err, &bad) || bad.Field != "reports" {
+	if _, err := recordUsage(ctx, s, report("over", 11)); !errors.As(err, &bad) || bad.Field != "reports" {
 		t.Fatalf("a sum past the largest: %v, want a spend.InvalidError of reports", err)
 	}
 	usage, err := s.KeyUsage(ctx, []string{k.ID}, spend.WindowsAt(at))
 	if err != nil || usage[k.ID].Daily != math.MaxInt64-10 {
 		t.Fatalf("usage after the refused batch: %+v, %v", usage[k.ID], err)
 	}
-	if n, err := s.RecordUsage(ctx, report("over", 10)); err != nil || n != 1 {
+	if n, err := recordUsage(ctx, s, report("over", 10)); err != nil || n != 1 {
 		t.Fatalf("a report of the refused batch's id sent again: %d, %v", n, err)
 	}
 }
@@ -191,7 +193,7 @@ func testBudgets(t *testing.T, b backend) {
 	}
 
 	k := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, at)
-	if _, err := s.RecordUsage(ctx, []spend.Recorded{{UserID: "alice", WorkspaceID: ws.ID,
+	if _, err := recordUsage(ctx, s, []recorded{{UserID: "alice", WorkspaceID: ws.ID,
 		Report: spend.Report{ID: "r1", KeyID: k.ID, Cost: 150, At: at}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +238,7 @@ func testKeyStanding(t *testing.T, b backend) {
 		LimitReset: keys.Optional[keys.Reset]{Set: true, Value: keys.ResetDaily}}, at); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RecordUsage(ctx, []spend.Recorded{{UserID: "alice",
+	if _, err := recordUsage(ctx, s, []recorded{{UserID: "alice",
 		Report: spend.Report{ID: "r1", KeyID: k.ID, Cost: 2_500_000, At: at}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -269,13 +271,13 @@ func testUsageDaily(t *testing.T, b backend) {
 	mgmt := mustRoleKey(t, s, "alice", keys.RoleManagement, "", at)
 	kb := mustRoleKey(t, s, "bob", keys.RoleStandard, theirs.ID, at)
 	n := 0
-	report := func(user string, k keys.APIKey, cost money.Micros, byok bool, when time.Time) spend.Recorded {
+	report := func(user string, k keys.APIKey, cost money.Micros, byok bool, when time.Time) recorded {
 		n++
-		return spend.Recorded{UserID: user, WorkspaceID: k.WorkspaceID,
+		return recorded{UserID: user, WorkspaceID: k.WorkspaceID,
 			Report: spend.Report{ID: fmt.Sprintf("r%d", n), KeyID: k.ID, Cost: cost, BYOK: byok, At: when}}
 	}
 	dec1 := at.AddDate(0, 0, 1)
-	if _, err := s.RecordUsage(ctx, []spend.Recorded{
+	if _, err := recordUsage(ctx, s, []recorded{
 		report("alice", k1, 1_000_000, false, at),
 		report("alice", k1, 250_000, true, at.Add(time.Hour)),
 		report("alice", k2, 2, false, dec1),
@@ -324,4 +326,36 @@ func testUsageDaily(t *testing.T, b backend) {
 	if err != nil || len(got) != 1 || got[0].Day != spend.Day(dec1) {
 		t.Errorf("the last day alone: %+v, %v", got, err)
 	}
+}
+
+// recorded is a report with its user and its key's workspace, as the tests
+// write them; recordUsage stores them in one batch per user.
+type recorded struct {
+	spend.Report
+	UserID      string
+	WorkspaceID string
+}
+
+func recordUsage(ctx context.Context, s *Store, rs []recorded) (int, error) {
+	var users []string
+	batches := map[string]*spend.Batch{}
+	for _, r := range rs {
+		b := batches[r.UserID]
+		if b == nil {
+			b = &spend.Batch{UserID: r.UserID, Workspaces: map[string]string{}}
+			batches[r.UserID] = b
+			users = append(users, r.UserID)
+		}
+		b.Reports = append(b.Reports, r.Report)
+		b.Workspaces[r.KeyID] = r.WorkspaceID
+	}
+	accepted := 0
+	for _, u := range users {
+		n, err := s.RecordUsage(ctx, *batches[u])
+		if err != nil {
+			return accepted, err
+		}
+		accepted += n
+	}
+	return accepted, nil
 }
