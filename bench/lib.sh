@@ -20,3 +20,6 @@ kib() { awk -v f="$2" '$1 == f":" {print $2}' "/proc/$1/status"; }
 mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
 # field KEY: the value of KEY=value in a line of space-separated pairs.
 field() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
+# need COMMAND: installs the Debian package of that name when COMMAND is
+# missing (as root), else says what to install and stops.
+need() { command -v "$1" >/dev/null || apt_install "$1" || exit 1; }

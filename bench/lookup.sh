@@ -18,13 +18,9 @@ model=${MODEL:-openai/gpt-4o}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-if ! command -v wrk >/dev/null; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq >/dev/null && apt-get install -y -qq wrk >/dev/null
-  else
-    echo "bench: wrk is missing (Debian: apt-get install wrk)" >&2; exit 1
-  fi
-fi
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
+need wrk
 cpus=$(nproc)
 pin_server=() pin_load=()
 if [ "$cpus" -ge 2 ] && command -v taskset >/dev/null; then
@@ -39,8 +35,6 @@ trap cleanup EXIT
 go build -o "$work/gateway" ./cmd/gateway
 go build -o "$work/bare" ./bench/bare
 
-# shellcheck source=lib.sh
-source "$root/bench/lib.sh"
 gw_port=$(free_port) bare_port=$(free_port)
 cat >"$work/gateway.yaml" <<YAML
 server: {listen: "127.0.0.1:$gw_port"}

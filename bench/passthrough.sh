@@ -40,13 +40,9 @@ nfiles=${FILES:-20}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-if ! command -v wrk >/dev/null; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq >/dev/null && apt-get install -y -qq wrk >/dev/null
-  else
-    echo "bench: wrk is missing (Debian: apt-get install wrk)" >&2; exit 1
-  fi
-fi
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
+need wrk
 pin_server=() pin_load=()
 if [ "${PIN:-1}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
   pin_server=(taskset -c 0) pin_load=(taskset -c 1)
@@ -79,8 +75,6 @@ fi
 go build -o "$work/standin" ./bench/standin
 go build -o "$work/relay" ./bench/relay
 
-# shellcheck source=lib.sh
-source "$root/bench/lib.sh"
 
 "${pin_load[@]}" "$work/standin" -provider openai -files "$nfiles" >"$work/standin.url" 2>"$work/standin.log" &
 standin_pid=$!
