@@ -466,16 +466,14 @@ type Content struct {
 	// Size is the length in bytes; -1 when a provider did not say.
 	Size        int64
 	ContentType string
-	// SHA256 is the hex digest of the bytes, "" when unknown (providers).
-	SHA256 string
 
 	open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)
 	body io.ReadCloser
 }
 
 // RangedContent is content of a known size whose parts open can read.
-func RangedContent(f File, contentType, sha256 string, size int64, open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)) *Content {
-	return &Content{File: f, Size: size, ContentType: contentType, SHA256: sha256, open: open}
+func RangedContent(f File, contentType string, size int64, open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)) *Content {
+	return &Content{File: f, Size: size, ContentType: contentType, open: open}
 }
 
 // StreamContent is content read once from body, of length bytes (-1:
@@ -580,7 +578,7 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 		}
 		return rc, err
 	}
-	return RangedContent(s.file(rec), rec.MimeType, rec.SHA256, rec.Size, open), nil
+	return RangedContent(s.file(rec), rec.MimeType, rec.Size, open), nil
 }
 
 // openRangeBySkipping reads a range of a bucket that cannot seek: the bytes

@@ -34,7 +34,6 @@ type Record struct {
 	Filename    string
 	MimeType    string
 	Size        int64
-	SHA256      string // hex
 	Backend     string // fs | s3 | gcs | openai | anthropic
 	ObjectKey   string // bucket key, or the provider's file id
 	Purpose     Purpose

@@ -67,7 +67,7 @@ func TestHeadFileContent(t *testing.T) {
 	data := []byte("0123456789")
 	f := readFile
 	f.Size = int64(len(data))
-	h := newReadAPI(t, &fakeReader{file: f, content: data, sha: "abc"})
+	h := newReadAPI(t, &fakeReader{file: f, content: data})
 	rec := serve(h, request("HEAD", "/api/v1/files/file-abc/content", "Range", "bytes=2-5"))
 	if rec.Code != http.StatusPartialContent || rec.Body.Len() != 0 || rec.Header().Get("Content-Length") != "4" ||
 		rec.Header().Get("Content-Range") != "bytes 2-5/10" {

@@ -175,7 +175,8 @@ func (a *API) deleteFile(w http.ResponseWriter, r *http.Request, caller *keys.AP
 
 // fileContent answers GET /api/v1/files/{id}/content: the bytes, streamed
 // from storage in constant memory, with one Range honoured and a strong
-// ETag (the file's SHA-256) for If-None-Match and If-Range. A provider's
+// ETag (the file id: a file's bytes never change under its id) for
+// If-None-Match and If-Range. A provider's
 // file is streamed through as the provider sends it, without ranges.
 func (a *API) fileContent(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
 	if a.reader == nil {
@@ -204,7 +205,7 @@ func (a *API) fileContent(w http.ResponseWriter, r *http.Request, caller *keys.A
 		return a.send(w, body, c.Size)
 	}
 
-	etag := `"` + c.SHA256 + `"`
+	etag := `"` + c.File.ID + `"`
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagListMatches(inm, etag) {
 		h.Set("ETag", etag)
 		w.WriteHeader(http.StatusNotModified)

@@ -36,7 +36,7 @@ func (s *stalledReader) Open(_ context.Context, _ files.FileParams) (*files.Cont
 	if s.stream {
 		return files.StreamContent(f, "text/plain", -1, body), nil
 	}
-	return files.RangedContent(f, f.MimeType, "abc", f.Size, func(context.Context, int64, int64) (io.ReadCloser, error) {
+	return files.RangedContent(f, f.MimeType, f.Size, func(context.Context, int64, int64) (io.ReadCloser, error) {
 		return body, nil
 	}), nil
 }

@@ -732,7 +732,6 @@ func record(ws string, size int64) files.Record {
 		Filename:    "docs/report.pdf",
 		MimeType:    "application/pdf",
 		Size:        size,
-		SHA256:      fmt.Sprintf("%x", sha256.Sum256([]byte("x"))),
 		Backend:     "fs",
 		ObjectKey:   "objects/" + uuid.NewString(),
 		Purpose:     files.PurposeBatch, // not the column's default, so a lost value shows

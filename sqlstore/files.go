@@ -147,9 +147,9 @@ func (s *Store) Commit(ctx context.Context, res files.Reservation, rec files.Rec
 				files.ErrQuotaExceeded, rec.Size, reserved)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO files
-			(id, workspace_id, key_id, filename, mime_type, size, sha256, backend, object_key, purpose, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			rec.ID, wsID, rec.KeyID, rec.Filename, rec.MimeType, rec.Size, rec.SHA256, rec.Backend,
+			(id, workspace_id, key_id, filename, mime_type, size, backend, object_key, purpose, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			rec.ID, wsID, rec.KeyID, rec.Filename, rec.MimeType, rec.Size, rec.Backend,
 			rec.ObjectKey, string(rec.Purpose), s.d.ts(micro(rec.CreatedAt)))
 		if s.d.violation(err) == violationPrimaryKey {
 			return fmt.Errorf("commit file: %w", ErrConflict)
@@ -205,9 +205,9 @@ func (s *Store) FileByID(ctx context.Context, workspaceID, id string) (_ files.R
 		return files.Record{}, files.ErrNotFound
 	}
 	var r files.Record
-	err = s.r.QueryRowContext(ctx, `SELECT id, workspace_id, key_id, filename, mime_type, size, sha256,
+	err = s.r.QueryRowContext(ctx, `SELECT id, workspace_id, key_id, filename, mime_type, size,
 		backend, object_key, purpose, created_at FROM files WHERE id = $1 AND workspace_id = $2`, id, wsID).Scan(
-		&r.ID, &r.WorkspaceID, &r.KeyID, &r.Filename, &r.MimeType, &r.Size, &r.SHA256, &r.Backend,
+		&r.ID, &r.WorkspaceID, &r.KeyID, &r.Filename, &r.MimeType, &r.Size, &r.Backend,
 		&r.ObjectKey, (*string)(&r.Purpose), timeCol{&r.CreatedAt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return files.Record{}, files.ErrNotFound

@@ -9,12 +9,12 @@ import (
 	"github.com/aigateway/gateway/files"
 )
 
-const fileColumns = `id, workspace_id, key_id, filename, mime_type, size, sha256, backend, object_key, purpose, created_at`
+const fileColumns = `id, workspace_id, key_id, filename, mime_type, size, backend, object_key, purpose, created_at`
 
 // scanFile reads one row of fileColumns.
 func scanFile(row interface{ Scan(...any) error }) (files.Record, error) {
 	var r files.Record
-	err := row.Scan(&r.ID, &r.WorkspaceID, &r.KeyID, &r.Filename, &r.MimeType, &r.Size, &r.SHA256, &r.Backend,
+	err := row.Scan(&r.ID, &r.WorkspaceID, &r.KeyID, &r.Filename, &r.MimeType, &r.Size, &r.Backend,
 		&r.ObjectKey, (*string)(&r.Purpose), timeCol{&r.CreatedAt})
 	return r, err
 }

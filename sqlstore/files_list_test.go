@@ -355,13 +355,13 @@ func benchWorkspace(b *testing.B, be backend, n int) (*Store, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO files (`+fileColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO files (`+fileColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := range n {
 		at := benchBase.Add(time.Duration(i) * time.Second)
-		if _, err := stmt.ExecContext(ctx, fmt.Sprintf("file-%05d", i), w.ID, "k", "f.txt", "text/plain", 1, "00",
+		if _, err := stmt.ExecContext(ctx, fmt.Sprintf("file-%05d", i), w.ID, "k", "f.txt", "text/plain", 1,
 			"fs", "o", "user_data", s.d.ts(at)); err != nil {
 			b.Fatal(err)
 		}
