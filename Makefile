@@ -14,13 +14,28 @@ run:
 
 # Starts Redis, PostgreSQL, an S3-compatible server and a GCS emulator on free
 # loopback ports, runs the whole suite with the race detector against them,
-# and stops them again, pass or fail. vet and gofmt run first.
-test: vet
+# and stops them again, pass or fail. vet and gofmt run first, beside the
+# installing and building of the test servers (minutes on a cold machine,
+# which vet's compiling alone would leave a core idle for at times); the
+# builds without the race detector (allocation bounds, fuzzing) run beside
+# the race suite, whose long end (internal/e2e) mostly waits on processes.
+test:
+	$(MAKE) --no-print-directory -j2 vet testenv
+	$(MAKE) --no-print-directory -j2 test-race test-plain
+
+.PHONY: testenv test-race test-plain
+testenv:
+	deploy/testenv/run.sh --prepare
+
+test-race:
 	deploy/testenv/run.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
-	# The allocation bounds of the hot paths, exact only without the race
-	# detector's instrumentation.
-	$(GO) test -count=1 -run 'Allocations' ./gateway
-	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+# Each fuzz target briefly, and the allocation bounds of the hot paths,
+# exact only without the race detector's instrumentation: they run in the
+# fuzzing build of their package (its coverage counters allocate nothing)
+# rather than in a build of their own.
+test-plain:
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME) FUZZ_RUN=Allocations
 
 # The fuzz targets, package:Target. `make test` runs each briefly (their seed
 # corpora and testdata/fuzz crashers also run in every plain `go test`);
@@ -34,11 +49,13 @@ FUZZTIME ?= 60s
 # -fuzztime boundary on a busy machine, having found nothing (go.dev/issue/75804,
 # fixed in Go 1.27); a count has no deadline to race.
 TEST_FUZZTIME ?= 20000x
+# The tests run before each target's fuzzing (none by default).
+FUZZ_RUN ?= ^$$
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $$t for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*}; \
+		$(GO) test -run '$(FUZZ_RUN)' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*}; \
 	done
 
 # Unit tests only; integration tests skip without their servers.

@@ -9,38 +9,20 @@
 # The emulator runs with -public-host set to its own address: without it,
 # XML-API reads are routed to storage.googleapis.com and fail. It keeps whole
 # uploads in memory, so tests keep their objects small.
-# The binary is built once into STATE_DIR/../bin (named after its version,
-# so bumping go.mod rebuilds it). The server's PID is appended to
+# The binary is built once into STATE_DIR/../bin (build_tools, lib.sh;
+# named after its version). The server's PID is appended to
 # STATE_DIR/pids; stopping it is the caller's job. Returns non-zero, with the
 # tail of the server log on stderr, when the server does not come up.
 
 start_gcs() {
 	local state=${1:?usage: start_gcs STATE_DIR}
-	local here version bin exe tmp port pid log attempt
-	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || return 1
+	local bin exe port pid log attempt
 	mkdir -p "$state" || return 1
 	state=$(cd "$state" && pwd) || return 1
 
-	version=$(awk '$1 == "github.com/fsouza/fake-gcs-server" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")
-	if [[ -z $version ]]; then
-		echo "start_gcs: fake-gcs-server is not pinned in $here/go.mod" >&2
-		return 1
-	fi
 	bin=$(dirname "$state")/bin
-	exe=$bin/fake-gcs-server@$version
-	if [[ ! -x $exe ]]; then
-		mkdir -p "$bin" || return 1
-		echo "start_gcs: building fake-gcs-server $version (once; cached in $bin)" >&2
-		# Build beside the target and rename, so a concurrent run never
-		# executes a half-written binary.
-		tmp=$bin/.fake-gcs-server.$$
-		if ! go -C "$here" build -o "$tmp" github.com/fsouza/fake-gcs-server; then
-			rm -f "$tmp"
-			echo "start_gcs: building fake-gcs-server failed" >&2
-			return 1
-		fi
-		mv -f "$tmp" "$exe" || return 1
-	fi
+	build_tools "$bin" || return 1 # from lib.sh, sourced first
+	exe=$(tool_exe "$bin" fake-gcs-server) || return 1
 
 	mkdir -p "$state/gcs" || return 1
 	log=$state/gcs.log

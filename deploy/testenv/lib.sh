@@ -53,3 +53,65 @@ apt_install() {
   fi
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "$@" >/dev/null
 }
+
+# Test servers built from the tools module beside this file, whose go.mod
+# pins their versions: name, module, package of the binary.
+testenv_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+testenv_tools=(
+  "versitygw github.com/versity/versitygw github.com/versity/versitygw/cmd/versitygw"
+  "fake-gcs-server github.com/fsouza/fake-gcs-server github.com/fsouza/fake-gcs-server"
+)
+
+# tool_exe BIN NAME prints the path of test server NAME's binary in BIN,
+# named after its pinned version so that bumping go.mod builds it afresh.
+tool_exe() {
+  local bin=$1 name=$2 t n module pkg version
+  for t in "${testenv_tools[@]}"; do
+    read -r n module pkg <<<"$t"
+    if [[ $n == "$name" ]]; then
+      version=$(awk -v m="$module" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$testenv_here/go.mod")
+      if [[ -z $version ]]; then
+        echo "testenv: $module is not pinned in $testenv_here/go.mod" >&2
+        return 1
+      fi
+      echo "$bin/$name@$version"
+      return 0
+    fi
+  done
+  echo "testenv: no test server named $name" >&2
+  return 1
+}
+
+# build_tools BIN builds the test servers missing from BIN in one go build:
+# they share many dependencies, and one build keeps both cores busy where
+# two in a row would each leave one idle at times (on a cold machine this
+# is minutes). No symbol tables or DWARF: nobody debugs them here, and it
+# shortens the link. The binaries are written to a temporary directory and
+# renamed into place, so a concurrent run never executes a half-written one.
+build_tools() {
+  local bin=${1:?usage: build_tools BIN} t name module pkg exe tmp
+  local -a pkgs=() names=()
+  mkdir -p "$bin" || return 1
+  for t in "${testenv_tools[@]}"; do
+    read -r name module pkg <<<"$t"
+    exe=$(tool_exe "$bin" "$name") || return 1
+    if [[ ! -x $exe ]]; then
+      pkgs+=("$pkg")
+      names+=("$name")
+    fi
+  done
+  if ((${#pkgs[@]} == 0)); then
+    return 0
+  fi
+  echo "testenv: building ${names[*]} (once; cached in $bin)" >&2
+  tmp=$(mktemp -d "$bin/.build.XXXXXX") || return 1
+  if ! go -C "$testenv_here" build -trimpath -ldflags='-s -w' -o "$tmp/" "${pkgs[@]}"; then
+    rm -rf "$tmp"
+    echo "testenv: building ${names[*]} failed" >&2
+    return 1
+  fi
+  for i in "${!pkgs[@]}"; do
+    mv -f "$tmp/$(basename "${pkgs[$i]}")" "$(tool_exe "$bin" "${names[$i]}")" || { rm -rf "$tmp"; return 1; }
+  done
+  rm -rf "$tmp"
+}

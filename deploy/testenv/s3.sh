@@ -8,38 +8,20 @@
 #   GATEWAY_TEST_S3_SECRET_KEY  root secret key of this run
 #   GATEWAY_TEST_S3_SERVER      the versitygw binary, for tests that stop and
 #                               restart their own server
-# The binary is built once into STATE_DIR/../bin (named after its version,
-# so bumping go.mod rebuilds it). The server's PID is appended to
+# The binary is built once into STATE_DIR/../bin (build_tools, lib.sh;
+# named after its version). The server's PID is appended to
 # STATE_DIR/pids; stopping it is the caller's job. Returns non-zero, with the
 # tail of the server log on stderr, when the server does not come up.
 
 start_s3() {
 	local state=${1:?usage: start_s3 STATE_DIR}
-	local here version bin exe tmp port pid log attempt
-	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || return 1
+	local bin exe port pid log attempt
 	mkdir -p "$state" || return 1
 	state=$(cd "$state" && pwd) || return 1
 
-	version=$(awk '$1 == "github.com/versity/versitygw" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")
-	if [[ -z $version ]]; then
-		echo "start_s3: versitygw is not pinned in $here/go.mod" >&2
-		return 1
-	fi
 	bin=$(dirname "$state")/bin
-	exe=$bin/versitygw@$version
-	if [[ ! -x $exe ]]; then
-		mkdir -p "$bin" || return 1
-		echo "start_s3: building versitygw $version (once; cached in $bin)" >&2
-		# Build beside the target and rename, so a concurrent run never
-		# executes a half-written binary.
-		tmp=$bin/.versitygw.$$
-		if ! go -C "$here" build -o "$tmp" github.com/versity/versitygw/cmd/versitygw; then
-			rm -f "$tmp"
-			echo "start_s3: building versitygw failed" >&2
-			return 1
-		fi
-		mv -f "$tmp" "$exe" || return 1
-	fi
+	build_tools "$bin" || return 1 # from lib.sh, sourced first
+	exe=$(tool_exe "$bin" versitygw) || return 1
 
 	local access secret
 	access=gw$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
