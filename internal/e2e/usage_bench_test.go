@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"io"
 	"net/http"
@@ -26,15 +27,25 @@ import (
 // against their p99 in the half-second windows between the ingest's (same
 // process, same run, phases interleaved): the ingest must not slow the
 // request path it shares a machine with.
+//
+// The last run, cpu-control, posts nothing: each tick keeps one goroutine
+// busy (spinning, allocating nothing) for as long as a batch of the paced
+// SQLite run took to answer. It is what the lookups pay for the ingest's
+// share of the CPU alone; the ingest's own p99 ratio less this one is what
+// its code adds.
 func BenchmarkUsageIngest(b *testing.B) {
+	var pacedBatch time.Duration // mean answer time of a batch in the paced SQLite run
 	for _, run := range []struct {
-		store string
-		paced bool
-	}{{"sqlite", false}, {"postgres", false}, {"sqlite", true}, {"postgres", true}} {
-		store, paced := run.store, run.paced
+		store       string
+		paced, spin bool
+	}{{"sqlite", false, false}, {"postgres", false, false}, {"sqlite", true, false}, {"postgres", true, false}, {"sqlite", true, true}} {
+		store, paced, spin := run.store, run.paced, run.spin
 		name := store
 		if paced {
 			name += "/paced-20k"
+		}
+		if spin {
+			name = "cpu-control"
 		}
 		b.Run(name, func(b *testing.B) {
 			cfg := config.Default()
@@ -171,6 +182,8 @@ func BenchmarkUsageIngest(b *testing.B) {
 				gc.cycles += gcEnd.cycles - gcStart.cycles
 				gc.live = gcEnd.live
 			}
+			busy := cmp.Or(pacedBatch, 20*time.Millisecond) // the control's work per tick
+			var answering time.Duration                     // summed answer times of the batches
 			for n := 0; b.Loop(); n++ {
 				if time.Now().After(windowEnd) {
 					endWindow()
@@ -179,6 +192,12 @@ func BenchmarkUsageIngest(b *testing.B) {
 				}
 				if pace != nil {
 					<-pace.C
+				}
+				sent := time.Now()
+				if spin {
+					for time.Since(sent) < busy {
+					}
+					continue
 				}
 				req, _ := http.NewRequest("POST", srv.URL+"/api/v1/usage", bytes.NewReader(batch(n)))
 				req.Header.Set("Authorization", "Bearer "+svc)
@@ -192,6 +211,7 @@ func BenchmarkUsageIngest(b *testing.B) {
 				if res.StatusCode != http.StatusOK || !bytes.Contains(out, []byte(`"accepted":1000`)) {
 					b.Fatalf("batch %d: %d %s", n, res.StatusCode, out)
 				}
+				answering += time.Since(sent)
 			}
 			endWindow()
 			b.StopTimer()
@@ -200,6 +220,14 @@ func BenchmarkUsageIngest(b *testing.B) {
 			idleP99, busyP99 := p99(idleLat), p99(busyLat)
 			if !paced { // a paced run's rate is its pace's
 				b.ReportMetric(float64(b.N*1000)/elapsed.Seconds(), "reports/s")
+			}
+			if !spin {
+				b.ReportMetric(float64(answering.Microseconds())/float64(b.N)/1000, "ms/batch")
+				if paced && store == "sqlite" {
+					pacedBatch = answering / time.Duration(b.N)
+				}
+			} else {
+				b.ReportMetric(float64(busy.Microseconds())/1000, "ms-busy/tick")
 			}
 			b.ReportMetric(float64(idleP99.Microseconds()), "lookup-p99-idle-µs")
 			b.ReportMetric(float64(busyP99.Microseconds()), "lookup-p99-ingest-µs")
