@@ -15,13 +15,14 @@ run:
 # Starts Redis, PostgreSQL, an S3-compatible server and a GCS emulator on free
 # loopback ports, runs the whole suite with the race detector against them,
 # and stops them again, pass or fail. vet and gofmt run first, beside the
-# installing and building of the test servers (minutes on a cold machine,
-# which vet's compiling alone would leave a core idle for at times); the
-# builds without the race detector (allocation bounds, fuzzing) run beside
-# the race suite, whose long end (internal/e2e) mostly waits on processes.
+# installing and building of the test servers (module downloads and package
+# installs wait on the network, and a link on one core). The fuzzing build
+# follows the race suite rather than running beside it: on two cores it
+# gained nothing and slowed the browser tests twofold.
 test:
 	$(MAKE) --no-print-directory -j2 vet testenv
-	$(MAKE) --no-print-directory -j2 test-race test-plain
+	$(MAKE) --no-print-directory test-race
+	$(MAKE) --no-print-directory test-plain
 
 .PHONY: testenv test-race test-plain
 testenv:
