@@ -18,6 +18,11 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b > 0 ? a / b : 0)}'; }
 # kib PID FIELD: a VmRSS-like field of /proc/PID/status, in KiB.
 kib() { awk -v f="$2" '$1 == f":" {print $2}' "/proc/$1/status"; }
+# cpu_ticks PID: the user and system CPU PID has used so far, in clock ticks
+# (getconf CLK_TCK a second).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# cpu_per_gb TICKS BYTES: CPU seconds per 10^9 bytes, to two places.
+cpu_per_gb() { awk -v t="$1" -v hz="$(getconf CLK_TCK)" -v b="$2" 'BEGIN {printf "%.2f\n", t / hz / (b / 1e9)}'; }
 # mib KIB: KiB as MiB to one place.
 mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
 # field KEY: the value of KEY=value in a line of space-separated pairs.

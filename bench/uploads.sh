@@ -22,6 +22,10 @@
 #      issue's target is gateway >= 0.7x of it;
 #    - dd-cache: the same dd without conv=fsync, for information only: it
 #      measures the page cache (GB/s), not the disk.
+#    The gateway's CPU (user + system, from /proc/PID/stat) per GB uploaded
+#    is printed for one upload at a time and for PARALLEL at once: a cost
+#    paid per read rather than per byte shows as a higher figure for the
+#    single stream.
 # 2. Peak RSS (VmHWM) of the gateway, a fresh process: idle once it is
 #    ready (before a small warm-up upload, which may leave an S3 part buffer
 #    pooled), then with 1, 8 and 32 concurrent uploads (VmHWM reset
@@ -205,7 +209,7 @@ key=$("$state/exe/gateway" keys create --config "$state/gateway-fs.yaml" --name 
 
 # one_mbps NAME BACKEND: MB/s of one timed write by NAME, cleaned after.
 one_mbps() {
-  local v
+  local v t
   sync
   case $1 in
     dd) v=$(dd_mbps "$state/dd/file" conv=fsync) ;;
@@ -215,10 +219,18 @@ one_mbps() {
       v=$("${pin_load[@]}" "$state/exe/uploader" s3put -endpoint "$s3_endpoint" -bucket bench -size "$size" | field mbps)
       clean s3
       ;;
-    gateway) v=$(upload "$gw_url" 1 "$key" | field mbps); clean "$2" ;;
+    gateway)
+      t=$(cpu_ticks "$gw_pid")
+      v=$(upload "$gw_url" 1 "$key" | field mbps)
+      cpu_per_gb $(($(cpu_ticks "$gw_pid") - t)) "$size" >>"$state/cpu-single-$2" # one_mbps runs in a subshell
+      clean "$2"
+      ;;
   esac
   echo "$v"
 }
+# The gateway's CPU seconds per GB uploaded, one a round: one upload at a
+# time (one_mbps, into $state/cpu-single-BACKEND), PARALLEL at once (together).
+cpu_together=()
 
 # throughput BACKEND CONTENDER...: ROUNDS rounds, each timing every
 # contender once, in an order rotated round by round; prints each round with
@@ -263,16 +275,20 @@ throughput() {
 # batch, alternating which goes first, ROUNDS rounds; the ratio of the
 # medians is added to the summary (target >= 0.90 on fs).
 together() {
-  local backend=$1 r g k ratios=() gs=() ks=()
+  local backend=$1 r g k t ratios=() gs=() ks=()
   echo "== $backend: $parallel concurrent $size-byte uploads, aggregate MB/s, $rounds rounds"
   for r in $(seq "$rounds"); do
     sync
+    t=$(cpu_ticks "$gw_pid")
     if ((r % 2)); then
       g=$(upload "$gw_url" "$parallel" "$key" | field mbps); clean "$backend"; sync
+      cpu_together+=("$(cpu_per_gb $(($(cpu_ticks "$gw_pid") - t)) $((size * parallel)))")
       k=$(upload "$sink_url" "$parallel" | field mbps); clean sink
     else
       k=$(upload "$sink_url" "$parallel" | field mbps); clean sink; sync
+      t=$(cpu_ticks "$gw_pid")
       g=$(upload "$gw_url" "$parallel" "$key" | field mbps); clean "$backend"
+      cpu_together+=("$(cpu_per_gb $(($(cpu_ticks "$gw_pid") - t)) $((size * parallel)))")
     fi
     gs+=("$g") ks+=("$k") ratios+=("$(ratio "$g" "$k")")
     printf 'round %d:  gateway %.1f  sink %.1f  gateway/sink %s\n' "$r" "$g" "$k" "${ratios[-1]}"
@@ -281,6 +297,12 @@ together() {
   summary+=("$(printf '%s: %d concurrent uploads: gateway %.1f MB/s aggregate = %sx sink (%.1f MB/s; median of round ratios %s) [target >= 0.90]' \
     "$backend" "$parallel" "$g" "$(ratio "$g" "$k")" "$k" "$(printf '%s\n' "${ratios[@]}" | median)")")
   echo "${summary[-1]}"
+  if [ "$backend" = fs ]; then
+    summary+=("$(printf '%s: gateway CPU per GB uploaded: %s s one at a time, %s s with %d at once (medians; rounds: %s / %s)' \
+      "$backend" "$(median <"$state/cpu-single-fs")" "$(printf '%s\n' "${cpu_together[@]}" | median)" "$parallel" \
+      "$(tr '\n' ' ' <"$state/cpu-single-fs")" "${cpu_together[*]}")")
+    echo "${summary[-1]}"
+  fi
 }
 
 # report_ratios BACKEND BASELINE...: gateway / BASELINE of the medians (and
