@@ -16,29 +16,20 @@ run:
 # loopback ports, runs the whole suite with the race detector against them,
 # and stops them again, pass or fail. vet and gofmt run first, beside the
 # installing and building of the test servers (module downloads and package
-# installs wait on the network, and a link on one core). Then internal/e2e,
-# the longest package by far (four minutes, much of it waiting on the
-# processes it starts, at about one core), runs beside every other package
-# and, once they pass, the fuzzing build: that fills the core e2e leaves
-# idle, where beside the whole suite it only competed with its compiling.
+# installs wait on the network, and a link on one core). The fuzzing build
+# follows the race suite rather than running beside it: on two cores it
+# gained nothing and slowed the browser tests twofold.
 test:
 	$(MAKE) --no-print-directory -j2 vet testenv
-	$(MAKE) --no-print-directory -j2 test-e2e test-rest
+	$(MAKE) --no-print-directory test-race
+	$(MAKE) --no-print-directory test-plain
 
-.PHONY: testenv test-e2e test-rest test-plain
+.PHONY: testenv test-race test-plain
 testenv:
 	deploy/testenv/run.sh --prepare
 
-# PKGS split into internal/e2e and the rest (either may be empty).
-E2E_PKGS = $(filter %/internal/e2e,$(shell $(GO) list $(PKGS)))
-REST_PKGS = $(filter-out %/internal/e2e,$(shell $(GO) list $(PKGS)))
-
-test-e2e:
-	$(if $(E2E_PKGS),deploy/testenv/run.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(E2E_PKGS))
-
-test-rest:
-	$(if $(REST_PKGS),deploy/testenv/run.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(REST_PKGS))
-	$(MAKE) --no-print-directory test-plain
+test-race:
+	deploy/testenv/run.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 # Each fuzz target briefly, and the allocation bounds of the hot paths,
 # exact only without the race detector's instrumentation: they run in the
