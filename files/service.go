@@ -519,7 +519,7 @@ func (r *leaseReader) Read(p []byte) (int, error) {
 }
 
 // countingReader counts what passes through. Nothing hashes the bytes: a
-// digest was a tenth of an upload's CPU and served only as the ETag, which
+// digest was half an upload's CPU and served only as the ETag, which
 // the file id serves as well.
 type countingReader struct {
 	r io.Reader

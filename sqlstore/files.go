@@ -146,9 +146,13 @@ func (s *Store) Commit(ctx context.Context, res files.Reservation, rec files.Rec
 			return fmt.Errorf("%w: a file of %d bytes exceeds its reservation of %d",
 				files.ErrQuotaExceeded, rec.Size, reserved)
 		}
+		// sha256 is written empty: uploads no longer hash their bytes (the
+		// file id is the ETag), but the column stays, since migrations only
+		// add and a binary rolled back to one that still writes and reads
+		// it must keep working on this database.
 		_, err = tx.ExecContext(ctx, `INSERT INTO files
-			(id, workspace_id, key_id, filename, mime_type, size, backend, object_key, purpose, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			(id, workspace_id, key_id, filename, mime_type, size, sha256, backend, object_key, purpose, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, '', $7, $8, $9, $10)`,
 			rec.ID, wsID, rec.KeyID, rec.Filename, rec.MimeType, rec.Size, rec.Backend,
 			rec.ObjectKey, string(rec.Purpose), s.d.ts(micro(rec.CreatedAt)))
 		if s.d.violation(err) == violationPrimaryKey {

@@ -355,7 +355,7 @@ func benchWorkspace(b *testing.B, be backend, n int) (*Store, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO files (`+fileColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO files (`+fileColumns+`, sha256) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, '')`)
 	if err != nil {
 		b.Fatal(err)
 	}
