@@ -129,6 +129,7 @@ func (r *trickle) Read(p []byte) (int, error) {
 }
 
 func TestCrashReleasesQuota(t *testing.T) {
+	t.Parallel()
 	bin := buildGatewayBinary(t)
 	for _, sc := range metadataStores() {
 		t.Run(sc.name, func(t *testing.T) {
@@ -297,10 +298,14 @@ func (c consistency) exact() bool {
 }
 
 func TestCrashBetweenStoreAndCommit(t *testing.T) {
+	t.Parallel()
 	bin := buildGatewayBinary(t)
 	faulty := buildFaultBinary(t)
 	for _, sc := range metadataStores() {
-		t.Run(sc.name, func(t *testing.T) { testCrashBetweenStoreAndCommit(t, bin, faulty, sc) })
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel() // each store's processes and files are its own
+			testCrashBetweenStoreAndCommit(t, bin, faulty, sc)
+		})
 	}
 }
 
@@ -331,8 +336,7 @@ func testCrashBetweenStoreAndCommit(t *testing.T, bin, faulty string, sc storeCa
 	}
 	first.stop(t)
 
-	t.Setenv("GATEWAY_FAULT", "kill-before-commit")
-	dying := launchGateway(t, faulty, path, "gateway-dying.log")
+	dying := launchGateway(t, faulty, path, "gateway-dying.log", "GATEWAY_FAULT=kill-before-commit")
 	dying.waitReady(t)
 	body, ct := fileForm(fileSingle("lost.txt", fileText(quota/2)))
 	req, err := http.NewRequest(http.MethodPost, dying.base+fileUploadPath, bytes.NewReader(body))

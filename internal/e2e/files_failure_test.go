@@ -242,12 +242,15 @@ func fileFreePort(t *testing.T) string {
 // is in progress. The client gets 503 with Retry-After; once the server is
 // back (same data directory), no object and no multipart upload remain.
 func TestUploadS3StoppedMidStream(t *testing.T) {
+	t.Parallel() // an S3 server of its own, killed and restarted
 	v := &fileS3Server{
-		bin:    testenv.Require(t, testenv.S3ServerVar),
-		dir:    t.TempDir(),
-		port:   fileFreePort(t),
-		access: "gwtest" + fileRandomHex(4),
-		secret: fileRandomHex(16),
+		bin:  testenv.Require(t, testenv.S3ServerVar),
+		dir:  t.TempDir(),
+		port: fileFreePort(t),
+		// The credentials the gateway reads from the environment
+		// (TestMain), on a server of this test's own, to kill.
+		access: testenv.Require(t, testenv.S3AccessKeyVar),
+		secret: testenv.Require(t, testenv.S3SecretKeyVar),
 		log:    filepath.Join(t.TempDir(), "versitygw.log"),
 	}
 	fileStartS3Server(t, v)
@@ -521,9 +524,6 @@ func TestUploadS3PartInFlightAtFailure(t *testing.T) {
 	proxy := fileStartHeldPartProxy(t, upstream, "2", 1500*time.Millisecond)
 
 	cfg := fileTestConfig(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", access)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
-	t.Setenv("AWS_REGION", "us-east-1")
 	cfg.Storage.Backend = "s3"
 	cfg.Storage.S3 = config.S3Storage{Bucket: fileNewS3Bucket(t, endpoint, access, secret), Region: "us-east-1",
 		Endpoint: "http://" + proxy.ln.Addr().String(), PathStyle: true}

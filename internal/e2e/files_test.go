@@ -100,12 +100,12 @@ func storageCases() []fileStorage {
 
 // fileConfigureS3 points c at a fresh bucket of the S3-compatible server at
 // endpoint. Credentials go through the SDK's environment chain, as in
-// production.
+// production: TestMain put the test server's there, for the whole run.
 func fileConfigureS3(t *testing.T, c *config.Config, endpoint, access, secret string) {
 	t.Helper()
-	t.Setenv("AWS_ACCESS_KEY_ID", access)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
-	t.Setenv("AWS_REGION", "us-east-1")
+	if os.Getenv("AWS_ACCESS_KEY_ID") != access || os.Getenv("AWS_SECRET_ACCESS_KEY") != secret {
+		t.Fatal("the S3 server's credentials are not the ones TestMain put in the environment")
+	}
 	c.Storage.Backend = "s3"
 	c.Storage.S3 = config.S3Storage{
 		Bucket: fileNewS3Bucket(t, endpoint, access, secret), Region: "us-east-1", Endpoint: endpoint, PathStyle: true,

@@ -572,7 +572,9 @@ func stopAll(t *testing.T, procs []*gatewayProc) {
 	}
 }
 
-func launchGateway(t *testing.T, bin, cfgPath, logName string) *gatewayProc {
+// launchGateway starts bin serving cfgPath, logging to logName beside it,
+// with env (KEY=value) added to this process's environment.
+func launchGateway(t *testing.T, bin, cfgPath, logName string, env ...string) *gatewayProc {
 	t.Helper()
 	logPath := filepath.Join(filepath.Dir(cfgPath), logName)
 	f, err := os.Create(logPath)
@@ -582,7 +584,7 @@ func launchGateway(t *testing.T, bin, cfgPath, logName string) *gatewayProc {
 	defer f.Close() // the child holds its own descriptor
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "GATEWAY_BYOK_ENCRYPTION_KEY="+testSealingKey)
+	cmd.Env = append(append(os.Environ(), "GATEWAY_BYOK_ENCRYPTION_KEY="+testSealingKey), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start gateway: %v", err)
 	}

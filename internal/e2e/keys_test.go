@@ -155,6 +155,7 @@ func TestProviderKeyChoice(t *testing.T) {
 // listing. The replica that made the change is covered by
 // TestProviderKeyChoice: there it is in effect at once.
 func TestProviderKeyChangeReachesReplicas(t *testing.T) {
+	t.Parallel() // mostly waiting out the other replica's cache
 	stand := providertest.NewOpenAI(t)
 	cfg := testConfig(t)
 	cfg.Providers.OpenAI.BaseURL = stand.BaseURL

@@ -1206,6 +1206,7 @@ func TestModelConcurrentReloads(t *testing.T) {
 // test config) and checks that it is the catalog the issue asks for, and
 // that every name it declares resolves.
 func TestModelShippedCatalog(t *testing.T) {
+	t.Parallel() // computing, beside the tests that wait
 	g := startGateway(t, modelTestConfig(t))
 	key := g.newKey(t, "alice")
 

@@ -27,6 +27,7 @@ import (
 // they are used at over 100 requests/s through all three; Redis is killed
 // and restarted in between, which revocation does not depend on.
 func TestFleetRevocation(t *testing.T) {
+	t.Parallel() // its own processes, Redis and database; mostly waiting on polls
 	server := testenv.Require(t, testenv.RedisServerVar)
 	rd := startRedisServer(t, server)
 	bin := buildGatewayBinary(t)

@@ -22,6 +22,7 @@ import (
 // keys, and raising it or deleting it serves them again; Redis killed in the
 // middle loses no report.
 func TestFleetSpend(t *testing.T) {
+	t.Parallel() // its own processes, Redis and database; mostly waiting on polls
 	server := testenv.Require(t, testenv.RedisServerVar)
 	rd := startRedisServer(t, server)
 	bin := buildGatewayBinary(t)

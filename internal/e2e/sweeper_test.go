@@ -19,9 +19,13 @@ import (
 // unfinished multipart upload once past the grace, keeps recorded objects,
 // and reports a record whose object is missing without dropping it.
 func TestSweeperOnRealStorage(t *testing.T) {
+	t.Parallel() // most of it is waiting out the grace, six times
 	for _, st := range storageCases() {
 		for _, ms := range metadataStores() {
-			t.Run(st.name+"/"+ms.name, func(t *testing.T) { testSweeperOnRealStorage(t, st, ms) })
+			t.Run(st.name+"/"+ms.name, func(t *testing.T) {
+				t.Parallel()
+				testSweeperOnRealStorage(t, st, ms)
+			})
 		}
 	}
 }

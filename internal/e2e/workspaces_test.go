@@ -1184,6 +1184,7 @@ func testWorkspaceDefault(t *testing.T, g *testGateway) {
 // TestWorkspaceChanges is the black-box suite of listing, updating and
 // deleting workspaces (spec/resources.md), once per metadata store.
 func TestWorkspaceChanges(t *testing.T) {
+	t.Parallel() // a gateway and database of its own
 	for _, sc := range metadataStores() {
 		t.Run(sc.name, func(t *testing.T) {
 			g := startWorkspaceGateway(t, sc)
