@@ -99,7 +99,7 @@ tool_exe() {
 # shortens the link. The binaries are written to a temporary directory and
 # renamed into place, so a concurrent run never executes a half-written one.
 build_tools() {
-  local bin=${1:?usage: build_tools BIN} t name module pkg exe tmp
+  local bin=${1:?usage: build_tools BIN} t name module pkg exe tmp i
   local -a pkgs=() names=() flags=(-trimpath -ldflags='-s -w')
   if [[ -z ${TESTENV_OPTIMIZED:-} ]]; then
     flags+=(-gcflags='all=-N -l')
