@@ -16,8 +16,12 @@ root=$(cd "$here/../.." && pwd)
 # a directory under the user's cache, named after the tools module's go.sum,
 # so clones share one build of versitygw and fake-gcs-server (minutes of
 # compiling on a cold machine) and a change to the pins builds afresh. An
-# existing .testenv/bin (a directory or a link) is left as it is.
+# existing .testenv/bin (a directory or a link) is left as it is, but for a
+# link whose cache was since removed, which is made again.
 mkdir -p "$root/.testenv"
+if [ -L "$root/.testenv/bin" ] && [ ! -e "$root/.testenv/bin" ]; then
+  rm -f "$root/.testenv/bin"
+fi
 if [ ! -e "$root/.testenv/bin" ] && [ ! -L "$root/.testenv/bin" ]; then
   cache=${XDG_CACHE_HOME:-}
   if [ -z "$cache" ]; then
