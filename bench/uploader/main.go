@@ -13,7 +13,8 @@
 // followed by a 1 MiB block of pseudo-random bytes repeated. Every upload
 // must answer 200 with the size it stored ("size_bytes" from the gateway,
 // "size" from the sink, or "body_bytes", the whole body, from the sink's null
-// mode); anything else is an error. It prints one line of
+// mode, or "bytes" from an OpenAI Files API); anything else is an error.
+// -purpose adds a purpose field before the file part, -header any header. It prints one line of
 // key=value pairs (MB = 10^6 bytes):
 //
 //	uploads=8 bytes=838860800 seconds=2.104 mbps=398.7 min_mbps=50.1 max_mbps=52.3
@@ -91,6 +92,9 @@ func upload(ctx context.Context, args []string, stdout io.Writer) error {
 	size := fs.Int64("size", 100<<20, "bytes of each file, header included")
 	conc := fs.Int("c", 1, "concurrent uploads")
 	filename := fs.String("filename", "bench.pdf", "filename of the file part")
+	purpose := fs.String("purpose", "", "a purpose field sent before the file part (OpenAI's Files API requires one)")
+	var headers headerFlags
+	fs.Var(&headers, "header", `a header of every request, "Name: value" (repeatable)`)
 	timeout := fs.Duration("timeout", 10*time.Minute, "limit of the whole batch")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -127,7 +131,7 @@ func upload(ctx context.Context, args []string, stdout io.Writer) error {
 		wg.Go(func() {
 			<-startGate
 			t0 := time.Now()
-			err := post(ctx, client, *url, *key, *filename, *size, block)
+			err := post(ctx, client, form{*url, *key, *filename, *purpose, headers}, *size, block)
 			results[i] = result{dur: time.Since(t0), err: err}
 		})
 	}
@@ -171,10 +175,35 @@ func newBlock() ([]byte, error) {
 	return block, nil
 }
 
+// form is what post sends besides the file's bytes.
+type form struct {
+	url, key, filename, purpose string
+	headers                     headerFlags
+}
+
+// headerFlags collects -header flags.
+type headerFlags [][2]string
+
+func (h *headerFlags) String() string { return fmt.Sprint(*h) }
+
+func (h *headerFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("header %q: want \"Name: value\"", v)
+	}
+	*h = append(*h, [2]string{strings.TrimSpace(name), strings.TrimSpace(value)})
+	return nil
+}
+
 // post sends one file and checks the answer: 200 and the size stored.
-func post(ctx context.Context, client *http.Client, url, key, filename string, size int64, block []byte) error {
-	head := "--" + boundary + "\r\n" +
-		`Content-Disposition: form-data; name="file"; filename="` + filename + "\"\r\n" +
+func post(ctx context.Context, client *http.Client, f form, size int64, block []byte) error {
+	head := ""
+	if f.purpose != "" {
+		head = "--" + boundary + "\r\n" +
+			`Content-Disposition: form-data; name="purpose"` + "\r\n\r\n" + f.purpose + "\r\n"
+	}
+	head += "--" + boundary + "\r\n" +
+		`Content-Disposition: form-data; name="file"; filename="` + f.filename + "\"\r\n" +
 		"Content-Type: application/pdf\r\n\r\n" + pdfHeader
 	tail := "\r\n--" + boundary + "--\r\n"
 	body := io.MultiReader(
@@ -182,14 +211,17 @@ func post(ctx context.Context, client *http.Client, url, key, filename string, s
 		&pattern{block: block, left: size - int64(len(pdfHeader))},
 		strings.NewReader(tail),
 	)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, body)
 	if err != nil {
 		return err
 	}
 	req.ContentLength = int64(len(head)) + size - int64(len(pdfHeader)) + int64(len(tail))
 	req.Header.Set("Content-Type", "multipart/form-data; boundary="+boundary)
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
+	if f.key != "" {
+		req.Header.Set("Authorization", "Bearer "+f.key)
+	}
+	for _, h := range f.headers {
+		req.Header.Set(h[0], h[1])
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -206,6 +238,7 @@ func post(ctx context.Context, client *http.Client, url, key, filename string, s
 	var got struct {
 		SizeBytes *int64 `json:"size_bytes"`
 		Size      *int64 `json:"size"`
+		Bytes     *int64 `json:"bytes"` // an OpenAI file object
 		BodyBytes *int64 `json:"body_bytes"`
 	}
 	if err := json.Unmarshal(answer, &got); err != nil {
@@ -218,10 +251,7 @@ func post(ctx context.Context, client *http.Client, url, key, filename string, s
 		}
 		return nil
 	}
-	stored := got.SizeBytes
-	if stored == nil {
-		stored = got.Size
-	}
+	stored := cmp.Or(got.SizeBytes, got.Size, got.Bytes)
 	if stored == nil || *stored != size {
 		return fmt.Errorf("stored size does not match %d: %s", size, strings.TrimSpace(string(answer)))
 	}
