@@ -32,7 +32,9 @@ import (
 // busy (spinning, allocating nothing) for as long as a batch of the paced
 // SQLite run took to answer. It is what the lookups pay for the ingest's
 // share of the CPU alone; the ingest's own p99 ratio less this one is what
-// its code adds.
+// its code adds. Every run also reports cpu-ms/batch: the process's CPU
+// time in the ingest's windows, less what the lookups alone took in the
+// idle ones, per batch (or tick); a database server's CPU is not in it.
 func BenchmarkUsageIngest(b *testing.B) {
 	var pacedBatch time.Duration // mean answer time of a batch in the paced SQLite run
 	for _, run := range []struct {
@@ -156,10 +158,16 @@ func BenchmarkUsageIngest(b *testing.B) {
 			// second of lookups alone, and so on, so both phases share the
 			// machine's weather. Only the ingest's windows are timed.
 			const window = 500 * time.Millisecond
+			// The process's CPU time, in the ingest's windows and in the
+			// idle ones, for the CPU a batch costs over the lookups'.
+			var busyCPU, idleCPU, idleElapsed time.Duration
 			idleWindow := func() {
 				b.StopTimer()
 				ingesting.Store(false)
+				idleStart, cpuStart := time.Now(), processCPU()
 				time.Sleep(window)
+				idleCPU += processCPU() - cpuStart
+				idleElapsed += time.Since(idleStart)
 				if pace != nil { // the pace starts again with the window, without a tick held over
 					pace.Reset(every)
 					select {
@@ -174,9 +182,10 @@ func BenchmarkUsageIngest(b *testing.B) {
 			var elapsed time.Duration
 			var gc gcCounts // allocated and collected during the ingest's windows
 			b.ResetTimer()
-			start, windowEnd, gcStart := time.Now(), time.Now().Add(window), gcStats()
+			start, windowEnd, gcStart, cpuStart := time.Now(), time.Now().Add(window), gcStats(), processCPU()
 			endWindow := func() {
 				elapsed += time.Since(start)
+				busyCPU += processCPU() - cpuStart
 				gcEnd := gcStats()
 				gc.allocated += gcEnd.allocated - gcStart.allocated
 				gc.cycles += gcEnd.cycles - gcStart.cycles
@@ -188,7 +197,7 @@ func BenchmarkUsageIngest(b *testing.B) {
 				if time.Now().After(windowEnd) {
 					endWindow()
 					idleWindow()
-					start, windowEnd, gcStart = time.Now(), time.Now().Add(window), gcStats()
+					start, windowEnd, gcStart, cpuStart = time.Now(), time.Now().Add(window), gcStats(), processCPU()
 				}
 				if pace != nil {
 					<-pace.C
@@ -229,6 +238,10 @@ func BenchmarkUsageIngest(b *testing.B) {
 			} else {
 				b.ReportMetric(float64(busy.Microseconds())/1000, "ms-busy/tick")
 			}
+			// What a batch (or a tick of the control) cost the process
+			// in CPU, less what the lookups alone took in as long.
+			extra := busyCPU - time.Duration(float64(idleCPU)*float64(elapsed)/float64(idleElapsed))
+			b.ReportMetric(float64(extra.Microseconds())/float64(b.N)/1000, "cpu-ms/batch")
 			b.ReportMetric(float64(idleP99.Microseconds()), "lookup-p99-idle-µs")
 			b.ReportMetric(float64(busyP99.Microseconds()), "lookup-p99-ingest-µs")
 			// What the process allocated and collected per batch (the
