@@ -27,32 +27,14 @@ backends=${BACKENDS:-fs}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-mkdir -p "$root/.testenv"
-state=$(mktemp -d "$root/.testenv/bench-downloads.XXXXXX")
-pids=()
-cleanup() {
-  local code=$?
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [ "$code" != 0 ]; then
-    for log in "$state"/*.log; do
-      [ -f "$log" ] || continue
-      echo "--- last lines of $(basename "$log")" >&2
-      tail -n 15 "$log" >&2
-    done
-  fi
-  if [ "${KEEP:-0}" = 1 ]; then echo "kept $state" >&2; else rm -rf "$state"; fi
-  exit "$code"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
+bench_dir downloads
+state=$work
 
 echo "building..." >&2
 go build -o "$state/exe/gateway" ./cmd/gateway
 go build -o "$state/exe/servefile" ./bench/servefile
-
-# shellcheck source=lib.sh
-source "$root/bench/lib.sh"
 
 # ---- the gateway, with one file of SIZE bytes uploaded
 gw_port=$(free_port)

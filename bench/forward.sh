@@ -34,24 +34,7 @@ cd "$root"
 # shellcheck source=lib.sh
 source "$root/bench/lib.sh"
 
-work=$(mktemp -d "$root/.testenv/bench-forward.XXXXXX")
-pids=()
-cleanup() {
-  local code=$?
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [ "$code" != 0 ]; then
-    for log in "$work"/*.log; do
-      [ -f "$log" ] || continue
-      echo "--- last lines of $(basename "$log")" >&2
-      tail -n 15 "$log" >&2
-    done
-  fi
-  if [ "${KEEP:-0}" = 1 ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
-  exit "$code"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_dir forward
 
 go build -o "$work/gateway" ./cmd/gateway
 go build -o "$work/standin" ./bench/standin
@@ -68,14 +51,8 @@ upstream_key=sk-test-openai-4f0c9a7e2b1d
 
 port=$(free_port)
 config() {
+  standin_config "$port" "$standin_url"
   cat <<YAML
-server: {listen: "127.0.0.1:$port"}
-metadata: {driver: sqlite, dsn: $work/gateway.db}
-storage: {backend: fs, fs: {dir: $work/files}}
-catalog: {path: $root/configs/models.yaml}
-providers:
-  openai: {base_url: "$standin_url"}
-sweeper: {interval: 0s}
 limits:
   workspace_storage_bytes: 1099511627776
   rate:
@@ -92,11 +69,7 @@ wait_http "http://127.0.0.1:$port/healthz"
 
 auth="Authorization: Bearer $mgmt"
 api="http://127.0.0.1:$port/api/v1"
-ws=$(curl -fsS -H "$auth" -H 'Content-Type: application/json' -d '{"name":"Forward","slug":"forward"}' \
-  "$api/workspaces" | grep -o '"id":"[^"]*"' | head -n 1 | cut -d'"' -f4)
-[ -n "$ws" ] || { echo "bench: no workspace was created" >&2; exit 1; }
-curl -fsS -o /dev/null -H "$auth" -H 'Content-Type: application/json' \
-  -d "{\"provider\":\"openai\",\"key\":\"$upstream_key\",\"workspace_id\":\"$ws\"}" "$api/byok"
+ws=$(byok_workspace "$api" "$mgmt" Forward "$upstream_key")
 
 contenders=(direct gateway)
 [ -n "${OTHER_URL:-}" ] && contenders+=(other)

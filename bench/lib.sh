@@ -30,3 +30,55 @@ field() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
 # need COMMAND: installs the Debian package of that name when COMMAND is
 # missing (as root), else says what to install and stops.
 need() { command -v "$1" >/dev/null || apt_install "$1" || exit 1; }
+# bench_dir NAME: makes the run's directory, .testenv/bench-NAME.* in the
+# repository ($root; the disk the gateway would use, never a tmpfs), as
+# $work, with an empty $pids. On exit every process in $pids is killed, the
+# last lines of each log in $work are shown if the script failed, and $work
+# is removed (KEEP=1 keeps it).
+bench_dir() {
+  mkdir -p "$root/.testenv"
+  work=$(mktemp -d "$root/.testenv/bench-$1.XXXXXX")
+  pids=()
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+bench_cleanup() {
+  local code=$? p log
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "$code" != 0 ]; then
+    for log in "$work"/*.log; do
+      [ -f "$log" ] || continue
+      echo "--- last lines of $(basename "$log")" >&2
+      tail -n 15 "$log" >&2
+    done
+  fi
+  if [ "${KEEP:-0}" = 1 ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
+  exit "$code"
+}
+# byok_workspace API MGMT NAME KEY: creates workspace NAME through the
+# gateway API at API with management key MGMT, stores KEY there as its
+# OpenAI key over /byok, and prints the workspace's id.
+byok_workspace() {
+  local ws auth="Authorization: Bearer $2"
+  ws=$(curl -fsS -H "$auth" -H 'Content-Type: application/json' -d "{\"name\":\"$3\",\"slug\":\"${3,,}\"}" \
+    "$1/workspaces" | grep -o '"id":"[^"]*"' | head -n 1 | cut -d'"' -f4)
+  [ -n "$ws" ] || { echo "bench: no workspace was created" >&2; return 1; }
+  curl -fsS -o /dev/null -H "$auth" -H 'Content-Type: application/json' \
+    -d "{\"provider\":\"openai\",\"key\":\"$4\",\"workspace_id\":\"$ws\"}" "$1/byok" || return 1
+  echo "$ws"
+}
+# standin_config PORT URL: the head of a gateway's configuration on the
+# embedded default in $work, listening on PORT, its OpenAI provider at URL,
+# the sweeper off; the script adds its limits.
+standin_config() {
+  cat <<YAML
+server: {listen: "127.0.0.1:$1"}
+metadata: {driver: sqlite, dsn: $work/gateway.db}
+storage: {backend: fs, fs: {dir: $work/files}}
+catalog: {path: $root/configs/models.yaml}
+providers:
+  openai: {base_url: "$2"}
+sweeper: {interval: 0s}
+YAML
+}

@@ -48,24 +48,7 @@ if [ "${PIN:-1}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null;
   pin_server=(taskset -c 0) pin_load=(taskset -c 1)
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/gateway-bench.XXXXXX")
-pids=()
-cleanup() {
-  local code=$?
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [ "$code" != 0 ]; then
-    for log in "$work"/*.log; do
-      [ -f "$log" ] || continue
-      echo "--- last lines of $(basename "$log")" >&2
-      tail -n 15 "$log" >&2
-    done
-  fi
-  if [ "${KEEP:-0}" = 1 ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
-  exit "$code"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_dir passthrough
 
 if [ -n "${GATEWAY_BIN:-}" ]; then
   cp "$GATEWAY_BIN" "$work/gateway"
@@ -85,14 +68,8 @@ standin_url=$(head -n 1 "$work/standin.url")
 
 # config PORT: a gateway's configuration on the run's SQLite file.
 config() {
+  standin_config "$1" "$standin_url"
   cat <<YAML
-server: {listen: "127.0.0.1:$1"}
-metadata: {driver: sqlite, dsn: $work/gateway.db}
-storage: {backend: fs, fs: {dir: $work/files}}
-catalog: {path: $root/configs/models.yaml}
-providers:
-  openai: {base_url: "$standin_url"}
-sweeper: {interval: 0s}
 limits:
   rate:
     default: {requests: 100000000, per: 1s, burst: 100000000}
@@ -128,11 +105,7 @@ wait_http "http://127.0.0.1:$relay_port/"
 
 auth="Authorization: Bearer $mgmt"
 api="http://127.0.0.1:$gw_port/api/v1"
-ws=$(curl -fsS -H "$auth" -H 'Content-Type: application/json' -d '{"name":"Passthrough","slug":"passthrough"}' \
-  "$api/workspaces" | grep -o '"id":"[^"]*"' | head -n 1 | cut -d'"' -f4)
-[ -n "$ws" ] || { echo "bench: no workspace was created" >&2; exit 1; }
-curl -fsS -o /dev/null -H "$auth" -H 'Content-Type: application/json' \
-  -d "{\"provider\":\"openai\",\"key\":\"sk-test-openai-4f0c9a7e2b1d\",\"workspace_id\":\"$ws\"}" "$api/byok"
+ws=$(byok_workspace "$api" "$mgmt" Passthrough sk-test-openai-4f0c9a7e2b1d)
 path="/api/v1/files?provider=openai&workspace_id=$ws"
 got=$(curl -fsS -H "$auth" "http://127.0.0.1:$gw_port$path" | { grep -o '"id":"file-' || true; } | wc -l)
 if [ "$got" != "$nfiles" ]; then
