@@ -32,7 +32,10 @@ import (
 // busy (spinning, allocating nothing) for as long as a batch of the paced
 // SQLite run took to answer. It is what the lookups pay for the ingest's
 // share of the CPU alone; the ingest's own p99 ratio less this one is what
-// its code adds. Every run also reports cpu-ms/batch: the process's CPU
+// its code adds. The run after it, transfer-control, posts the same
+// batches at the same pace to a handler beside the gateway's that reads
+// and discards them: what moving the bytes in this process costs the
+// lookups. Every run also reports cpu-ms/batch: the process's CPU
 // time in the ingest's windows, less what the lookups alone took in the
 // idle ones, per batch (or tick); a database server's CPU is not in it.
 func BenchmarkUsageIngest(b *testing.B) {
@@ -40,14 +43,19 @@ func BenchmarkUsageIngest(b *testing.B) {
 	for _, run := range []struct {
 		store       string
 		paced, spin bool
-	}{{"sqlite", false, false}, {"postgres", false, false}, {"sqlite", true, false}, {"postgres", true, false}, {"sqlite", true, true}} {
-		store, paced, spin := run.store, run.paced, run.spin
+		discard     bool
+	}{{"sqlite", false, false, false}, {"postgres", false, false, false}, {"sqlite", true, false, false}, {"postgres", true, false, false},
+		{"sqlite", true, true, false}, {"sqlite", true, false, true}} {
+		store, paced, spin, discard := run.store, run.paced, run.spin, run.discard
 		name := store
 		if paced {
 			name += "/paced-20k"
 		}
 		if spin {
 			name = "cpu-control"
+		}
+		if discard {
+			name = "transfer-control"
 		}
 		b.Run(name, func(b *testing.B) {
 			cfg := config.Default()
@@ -60,7 +68,19 @@ func BenchmarkUsageIngest(b *testing.B) {
 			cfg.Catalog.Path = "../../configs/models.yaml"
 			cfg.Limits.Rate.Default = config.Rate{Requests: 1 << 30, Per: time.Second, Burst: 1 << 30}
 			rt, a := buildApp(b, cfg, io.Discard)
-			srv := httptest.NewServer(a.Handler())
+			handler := a.Handler()
+			if discard {
+				gateway := handler
+				handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path != "/discard" {
+						gateway.ServeHTTP(w, r)
+						return
+					}
+					_, _ = io.Copy(io.Discard, r.Body)
+					_, _ = io.WriteString(w, `{"accepted":1000}`)
+				})
+			}
+			srv := httptest.NewServer(handler)
 			b.Cleanup(func() { srv.Close(); _ = a.Close(); _ = rt.Close() })
 			ctx := context.Background()
 			svc, _, err := rt.CreateKey(ctx, app.KeyRequest{Name: "svc", User: "alice", Role: keys.RoleService})
@@ -208,7 +228,11 @@ func BenchmarkUsageIngest(b *testing.B) {
 					}
 					continue
 				}
-				req, _ := http.NewRequest("POST", srv.URL+"/api/v1/usage", bytes.NewReader(batch(n)))
+				target := srv.URL + "/api/v1/usage"
+				if discard {
+					target = srv.URL + "/discard"
+				}
+				req, _ := http.NewRequest("POST", target, bytes.NewReader(batch(n)))
 				req.Header.Set("Authorization", "Bearer "+svc)
 				req.Header.Set("Content-Type", "application/json")
 				res, err := client.Do(req)
