@@ -68,6 +68,32 @@ testenv_tools=(
 # The load benchmarks, which must not be held back by a server, set
 # TESTENV_OPTIMIZED=1 (bench/lib.sh) and get binaries of their own.
 
+# link_tool_cache ROOT makes ROOT/.testenv/bin, where the test servers'
+# binaries are built once and reused by later runs. A fresh clone links it
+# to a directory under the user's cache, named after the tools module's
+# go.sum, so clones share one build of versitygw and fake-gcs-server
+# (minutes of compiling on a cold machine) and a change to the pins builds
+# afresh. An existing .testenv/bin (a directory or a link) is left as it
+# is, but for a link whose cache was since removed, which is made again.
+link_tool_cache() {
+  local root=${1:?usage: link_tool_cache ROOT} cache shared
+  mkdir -p "$root/.testenv" || return 1
+  if [ -L "$root/.testenv/bin" ] && [ ! -e "$root/.testenv/bin" ]; then
+    rm -f "$root/.testenv/bin"
+  fi
+  if [ ! -e "$root/.testenv/bin" ] && [ ! -L "$root/.testenv/bin" ]; then
+    cache=${XDG_CACHE_HOME:-}
+    if [ -z "$cache" ]; then
+      cache=$(dirname "$(go env GOCACHE)")
+    fi
+    shared=$cache/aigateway-testenv/$(sha256sum "$testenv_here/go.sum" | cut -c1-16)
+    if mkdir -p "$shared"; then
+      ln -s "$shared" "$root/.testenv/bin" 2>/dev/null || true
+    fi
+  fi
+  mkdir -p "$root/.testenv/bin"
+}
+
 # tool_exe BIN NAME prints the path of test server NAME's binary in BIN,
 # named after its pinned version so that bumping go.mod builds it afresh.
 tool_exe() {

@@ -11,28 +11,10 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-# Runs live under .testenv/ so the test servers' binaries, built once into
-# .testenv/bin, are reused by later runs. A fresh clone links .testenv/bin to
-# a directory under the user's cache, named after the tools module's go.sum,
-# so clones share one build of versitygw and fake-gcs-server (minutes of
-# compiling on a cold machine) and a change to the pins builds afresh. An
-# existing .testenv/bin (a directory or a link) is left as it is, but for a
-# link whose cache was since removed, which is made again.
-mkdir -p "$root/.testenv"
-if [ -L "$root/.testenv/bin" ] && [ ! -e "$root/.testenv/bin" ]; then
-  rm -f "$root/.testenv/bin"
-fi
-if [ ! -e "$root/.testenv/bin" ] && [ ! -L "$root/.testenv/bin" ]; then
-  cache=${XDG_CACHE_HOME:-}
-  if [ -z "$cache" ]; then
-    cache=$(dirname "$(go env GOCACHE)")
-  fi
-  shared=$cache/aigateway-testenv/$(sha256sum "$here/go.sum" | cut -c1-16)
-  if mkdir -p "$shared"; then
-    ln -s "$shared" "$root/.testenv/bin" 2>/dev/null || true
-  fi
-fi
-mkdir -p "$root/.testenv/bin"
+# Runs live under .testenv/; the test servers' binaries are kept in
+# .testenv/bin (see link_tool_cache).
+source "$here/lib.sh"
+link_tool_cache "$root"
 state=$(mktemp -d "$root/.testenv/run.XXXXXX")
 
 stop_all() {
@@ -57,7 +39,6 @@ stop_all() {
 trap stop_all EXIT
 trap 'exit 130' INT TERM
 
-source "$here/lib.sh"
 source "$here/redis.sh"
 source "$here/postgres.sh"
 source "$here/s3.sh"
