@@ -63,6 +63,13 @@ var errNotString = errors.New("not a JSON string")
 // MaxBatch of them, strictly; all or nothing. A duplicate id within the
 // batch is refused. now bounds "at" (35 days back, not ahead).
 func ParseBatch(body []byte, now time.Time) ([]Report, error) {
+	return AppendBatch(nil, body, now)
+}
+
+// AppendBatch is ParseBatch appending the reports to dst[:0], so that a
+// caller can reuse one slice for batch after batch (a batch of 1,000 is
+// 70 KiB, a quarter of what an ingest allocates).
+func AppendBatch(dst []Report, body []byte, now time.Time) ([]Report, error) {
 	var raw json.RawMessage
 	var bad *InvalidError
 	err := jsonobj.Walk(body, func(key string, v json.RawMessage) {
@@ -86,14 +93,18 @@ func ParseBatch(body []byte, now time.Time) ([]Report, error) {
 	// Sized for the most reports raw can hold: none is shorter than
 	// {"id":"x","key":"0123456789abcdef","cost":0}.
 	const shortestReport = 44
-	out := make([]Report, 0, min(MaxBatch, len(raw)/shortestReport+1))
+	out := slices.Grow(dst[:0], min(MaxBatch, len(raw)/shortestReport+1))
 	var fault error
 	err = jsonobj.Elements(raw, func(i int, item json.RawMessage) bool {
 		if i == MaxBatch {
 			fault = batchSizeError()
 			return false
 		}
-		r, err := parseReport(item, now, true, i)
+		var prevKey string // a batch names few keys: consecutive reports share one string
+		if len(out) > 0 {
+			prevKey = out[len(out)-1].KeyID
+		}
+		r, err := parseReport(item, now, true, i, prevKey)
 		if err != nil {
 			fault = err
 			return false
@@ -148,7 +159,7 @@ func firstRepeat(rs []Report) (i, j int, ok bool) {
 // ParseOne decodes the body of POST /keys/{hash}/usage: one report of that
 // key, without its "key" field.
 func ParseOne(body []byte, keyID string, now time.Time) (Report, error) {
-	r, err := parseReport(body, now, false, -1)
+	r, err := parseReport(body, now, false, -1, "")
 	r.KeyID = keyID
 	return r, err
 }
@@ -166,7 +177,9 @@ func reportField(i int, field string) string {
 }
 
 // parseReport reads one report: of a batch at index i, or alone (i < 0).
-func parseReport(body []byte, now time.Time, withKey bool, i int) (Report, error) {
+// prevKey is the key of the report before it in the batch, if any: the same
+// key again takes that string instead of a new one.
+func parseReport(body []byte, now time.Time, withKey bool, i int, prevKey string) (Report, error) {
 	var (
 		r            Report
 		bad          *InvalidError
@@ -187,6 +200,10 @@ func parseReport(body []byte, now time.Time, withKey bool, i int) (Report, error
 			}
 		case name == "key" && withKey:
 			key = true
+			if prevKey != "" && len(v) == len(prevKey)+2 && v[0] == '"' && string(v[1:len(v)-1]) == prevKey {
+				r.KeyID = prevKey // checked with the report before
+				return
+			}
 			s, ok := jsonobj.String(v)
 			if !ok {
 				fail("key", "must be a key hash")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,7 +32,8 @@ type Store interface {
 	// RecordUsage stores the reports not stored before (by user and id)
 	// and adds them to the sums, in one transaction; it returns how many
 	// were new. A report stored concurrently by another replica is a
-	// duplicate here, never counted twice.
+	// duplicate here, never counted twice. b.Reports is the caller's to
+	// reuse once it returns.
 	RecordUsage(ctx context.Context, b Batch) (accepted int, err error)
 	// KeyUsage sums the usage of each key in ids in the windows of w.
 	KeyUsage(ctx context.Context, ids []string, w Windows) (map[string]Usage, error)
@@ -82,12 +84,25 @@ func (s *Service) ReportBatch(ctx context.Context, caller *keys.APIKey, body []b
 	if caller.Role != keys.RoleService {
 		return Result{}, ErrNotServiceKey
 	}
-	reports, err := ParseBatch(body, s.now())
+	buf := reportBuffers.Get().(*[]Report)
+	defer func() {
+		clear((*buf)[:cap(*buf)]) // keeps no report's strings alive in the pool
+		reportBuffers.Put(buf)
+	}()
+	reports, err := AppendBatch(*buf, body, s.now())
+	if cap(reports) > cap(*buf) {
+		*buf = reports
+	}
 	if err != nil {
 		return Result{}, err
 	}
 	return s.record(ctx, caller.UserID, reports, "reports[%d].key")
 }
+
+// reportBuffers recycles the reports of a batch, which nothing keeps once
+// it is recorded: a batch of 1,000 is 70 KiB the collector need not chase
+// on a replica ingesting 20 of them a second.
+var reportBuffers = sync.Pool{New: func() any { return new([]Report) }}
 
 // ReportOne records a body of POST /keys/{hash}/usage.
 func (s *Service) ReportOne(ctx context.Context, caller *keys.APIKey, keyID string, body []byte) (Result, error) {

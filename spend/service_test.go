@@ -3,6 +3,8 @@ package spend
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,5 +66,35 @@ func TestReportBatchKeepsNoReferenceToBody(t *testing.T) {
 	var invalid *InvalidError
 	if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "reports[0].unknown_field_name") {
 		t.Fatalf("error after the body was overwritten: %v", err)
+	}
+}
+
+// TestReportBatchRecyclesItsReports: a batch's reports live in a recycled
+// slice, cleared once recorded, so one batch's reports never show in the
+// next and each batch is parsed whole.
+func TestReportBatchRecyclesItsReports(t *testing.T) {
+	store := &recordingStore{}
+	svc := NewService(store, func() string { return "id" })
+	caller := &keys.APIKey{UserID: "alice", Role: keys.RoleService}
+	for _, body := range []string{
+		`{"reports":[{"id":"a-1","key":"00000000000000aa","cost":1},{"id":"a-2","key":"00000000000000aa","cost":2},{"id":"a-3","key":"00000000000000ab","cost":3}]}`,
+		`{"reports":[{"id":"b-1","key":"00000000000000ab","cost":4}]}`,
+		`{"reports":[{"id":"c-1","key":"00000000000000aa","cost":5},{"id":"c-2","key":"00000000000000aa","cost":6}]}`,
+	} {
+		if _, err := svc.ReportBatch(context.Background(), caller, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, r := range store.recorded {
+		got = append(got, fmt.Sprintf("%s %s %d", r.ID, r.KeyID, r.Cost))
+	}
+	want := []string{
+		"a-1 00000000000000aa 1000000", "a-2 00000000000000aa 2000000", "a-3 00000000000000ab 3000000",
+		"b-1 00000000000000ab 4000000",
+		"c-1 00000000000000aa 5000000", "c-2 00000000000000aa 6000000",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("recorded %q, want %q", got, want)
 	}
 }
