@@ -78,6 +78,31 @@ func sqliteUnavailable(err error) bool {
 	return false
 }
 
+// connectWhileBusy connects db, trying again for up to sqliteBusyTimeout
+// while the file is locked. Switching a new file to WAL needs its exclusive
+// lock, and when another process takes the file first (replicas starting
+// together on an empty database) SQLite answers SQLITE_BUSY at once, its
+// busy timeout unused: waiting could deadlock the two.
+func connectWhileBusy(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(sqliteBusyTimeout)
+	wait := 5 * time.Millisecond
+	for {
+		err := db.PingContext(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
+
 // openSQLite opens path with one write connection and a read pool.
 //
 // Pragmas, per connection: WAL, so readers never block the writer nor it
@@ -120,7 +145,7 @@ func openSQLite(ctx context.Context, path string, log *zap.Logger) (*Store, erro
 	w.SetConnMaxIdleTime(0)
 	// Connect the writer first: it switches the file to WAL (persistent),
 	// which readers must find already done.
-	if err := w.PingContext(ctx); err != nil {
+	if err := connectWhileBusy(ctx, w); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("sqlstore: open sqlite: %w", err)
 	}
@@ -147,7 +172,7 @@ func openSQLite(ctx context.Context, path string, log *zap.Logger) (*Store, erro
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
 	r.SetConnMaxIdleTime(0)
-	if err := r.PingContext(ctx); err != nil {
+	if err := connectWhileBusy(ctx, r); err != nil {
 		_ = r.Close()
 		_ = w.Close()
 		return nil, fmt.Errorf("sqlstore: open sqlite: %w", err)

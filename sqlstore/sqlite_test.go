@@ -1,11 +1,14 @@
 package sqlstore
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 )
@@ -123,4 +126,41 @@ func TestMigrationsMatch(t *testing.T) {
 			t.Errorf("version %d: sqlite %s, postgres %s", i+1, lite[i].name, pg[i].name)
 		}
 	}
+}
+
+// TestSQLiteOpenWaitsForTheFileLock: a replica opening a new database file
+// while another process holds its lock (here, a transaction of its own)
+// waits for it rather than failing with SQLITE_BUSY, which switching the
+// file to WAL gets at once instead of from the busy timeout.
+func TestSQLiteOpenWaitsForTheFileLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gateway.db")
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetMaxOpenConns(1)
+	ctx := context.Background()
+	if _, err := other.ExecContext(ctx, `CREATE TABLE held (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO held VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(300 * time.Millisecond) // the other process holds the lock a while
+		_ = tx.Commit()
+	}()
+	s, err := Open(ctx, DriverSQLite, path, zaptest.NewLogger(t))
+	<-released
+	if err != nil {
+		t.Fatalf("Open while another connection held the file: %v", err)
+	}
+	_ = s.Close()
 }
