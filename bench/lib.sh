@@ -32,19 +32,24 @@ field() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
 need() { command -v "$1" >/dev/null || apt_install "$1" || exit 1; }
 # bench_dir NAME: makes the run's directory, .testenv/bench-NAME.* in the
 # repository ($root; the disk the gateway would use, never a tmpfs), as
-# $work, with an empty $pids. On exit every process in $pids is killed, the
-# last lines of each log in $work are shown if the script failed, and $work
-# is removed (KEEP=1 keeps it).
+# $work, with an empty $pids. On exit every process in $pids, and in the
+# file $work/pids (where processes started in a subshell are recorded), is
+# killed, the last lines of each log in $work are shown if the script
+# failed, and $work is removed. KEEP=1 keeps it, but for the directories
+# of $work named in $bench_bulky (uploaded data, say).
 bench_dir() {
   mkdir -p "$root/.testenv"
   work=$(mktemp -d "$root/.testenv/bench-$1.XXXXXX")
-  pids=()
+  pids=() bench_bulky=()
   trap bench_cleanup EXIT
   trap 'exit 130' INT TERM
 }
 bench_cleanup() {
   local code=$? p log
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ -f "$work/pids" ]; then
+    while read -r p; do kill "$p" 2>/dev/null || true; done <"$work/pids"
+  fi
   wait 2>/dev/null || true
   if [ "$code" != 0 ]; then
     for log in "$work"/*.log; do
@@ -53,7 +58,12 @@ bench_cleanup() {
       tail -n 15 "$log" >&2
     done
   fi
-  if [ "${KEEP:-0}" = 1 ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
+  if [ "${KEEP:-0}" = 1 ]; then
+    for p in "${bench_bulky[@]}"; do rm -rf "${work:?}/$p"; done
+    echo "kept $work" >&2
+  else
+    rm -rf "$work"
+  fi
   exit "$code"
 }
 # byok_workspace API MGMT NAME KEY: creates workspace NAME through the

@@ -74,33 +74,11 @@ if [ "${PIN:-0}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null;
   pin_server=(taskset -c 0) pin_load=(taskset -c 1)
 fi
 
-mkdir -p "$root/.testenv"
-state=$(mktemp -d "$root/.testenv/bench-uploads.XXXXXX")
-pids=()
-cleanup() {
-  local code=$?
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  if [ -f "$state/pids" ]; then
-    while read -r p; do kill "$p" 2>/dev/null || true; done <"$state/pids"
-  fi
-  wait 2>/dev/null || true
-  if [ "$code" != 0 ]; then
-    for log in "$state"/*.log; do
-      [ -f "$log" ] || continue
-      echo "--- last lines of $(basename "$log")" >&2
-      tail -n 15 "$log" >&2
-    done
-  fi
-  if [ "${KEEP:-0}" = 1 ]; then
-    rm -rf "$state/files" "$state/sink" "$state/dd" "$state/s3"
-    echo "kept $state" >&2
-  else
-    rm -rf "$state"
-  fi
-  exit "$code"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=lib.sh
+source "$root/bench/lib.sh"
+bench_dir uploads
+state=$work
+bench_bulky=(files sink dd s3) # KEEP=1 keeps configs, logs and SQLite, not the data
 # stop PID: end one process started here and forget it, so cleanup never
 # signals a PID the system has since given to someone else.
 stop() {
@@ -115,9 +93,6 @@ echo "building..." >&2
 go build -o "$state/exe/gateway" ./cmd/gateway
 go build -o "$state/exe/sink" ./bench/sink
 go build -o "$state/exe/uploader" ./bench/uploader
-
-# shellcheck source=lib.sh
-source "$root/bench/lib.sh"
 
 # upload URL CONCURRENCY [KEY [SIZE]]: the uploader's key=value line.
 upload() {

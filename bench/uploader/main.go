@@ -14,8 +14,8 @@
 // must answer 200 with the size it stored ("size_bytes" from the gateway,
 // "size" from the sink, or "body_bytes", the whole body, from the sink's null
 // mode, or "bytes" from an OpenAI Files API); anything else is an error.
-// -purpose adds a purpose field before the file part, -header any header. It prints one line of
-// key=value pairs (MB = 10^6 bytes):
+// -purpose adds a purpose field before the file part, -header any header.
+// It prints one line of key=value pairs (MB = 10^6 bytes):
 //
 //	uploads=8 bytes=838860800 seconds=2.104 mbps=398.7 min_mbps=50.1 max_mbps=52.3
 //
