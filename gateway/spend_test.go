@@ -144,7 +144,7 @@ func TestDailyUsageRoute(t *testing.T) {
 		"u1": {own: team, sibling: lab},
 		"u2": {foreign: theirs},
 	}}
-	api, _ := newTestAPI(t, Options{Auth: auth, Spend: spend.NewService(store, nil), Workspaces: userWorkspaces{}})
+	api, _ := newTestAPI(t, Options{Auth: auth, Spend: spend.NewService(store, nil, nil), Workspaces: userWorkspaces{}})
 	h := api.Handler()
 
 	// The IDOR table: own, another user's and unknown keys and workspaces,
@@ -221,7 +221,7 @@ func TestDailyUsageRoute(t *testing.T) {
 }
 
 func TestDailyUsageQuery(t *testing.T) {
-	api, _ := newTestAPI(t, Options{Spend: spend.NewService(historyStore{}, nil), Workspaces: userWorkspaces{}})
+	api, _ := newTestAPI(t, Options{Spend: spend.NewService(historyStore{}, nil, nil), Workspaces: userWorkspaces{}})
 	h := api.Handler()
 	for query, field := range map[string]string{
 		"?days=0":                     "days",
@@ -253,7 +253,7 @@ func TestDailyUsageQuery(t *testing.T) {
 		}
 	}
 	// A key refused for spend is refused here too (only GET /key is not).
-	api, _ = newTestAPI(t, Options{Spend: spend.NewService(historyStore{}, nil),
+	api, _ = newTestAPI(t, Options{Spend: spend.NewService(historyStore{}, nil, nil),
 		SpendGuard: guardOf{standardKey.ID: &spend.KeyLimitError{Limit: 1}}})
 	if rec := do(t, api.Handler(), "GET", apiPrefix+"/usage/daily", "standard", nil); rec.Code != http.StatusPaymentRequired {
 		t.Errorf("a key over its limit: %d, want 402", rec.Code)

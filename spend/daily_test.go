@@ -94,7 +94,7 @@ func TestHistoryAcrossAMonthEnd(t *testing.T) {
 
 func TestDailyUsageFillsZeros(t *testing.T) {
 	st := &dailyStore{sums: []DaySum{{Day: Day(now), Cost: 2_500_000}}}
-	svc := NewService(st, nil)
+	svc := NewService(st, nil, nil)
 	svc.now = func() time.Time { return now }
 	caller := &keys.APIKey{ID: ownKey, UserID: "u1", Role: keys.RoleStandard, WorkspaceID: "w1"}
 	days, err := svc.DailyUsage(context.Background(), caller, DailyQuery{Days: DefaultHistoryDays}, workspacesOf)
@@ -116,7 +116,7 @@ func TestResolveScope(t *testing.T) {
 		"u1": {ownKey: "w1", otherKey: "w2"},
 		"u2": {theirKey: "w9"},
 	}}
-	svc := NewService(st, nil)
+	svc := NewService(st, nil, nil)
 	mgmt := &keys.APIKey{ID: "00000000000000c1", UserID: "u1", Role: keys.RoleManagement}
 	standard := &keys.APIKey{ID: ownKey, UserID: "u1", Role: keys.RoleStandard, WorkspaceID: "w1"}
 	service := &keys.APIKey{ID: "00000000000000d1", UserID: "u1", Role: keys.RoleService}
@@ -175,7 +175,7 @@ func TestResolveScope(t *testing.T) {
 }
 
 func TestDailyQueryErrors(t *testing.T) {
-	svc := NewService(&dailyStore{}, nil)
+	svc := NewService(&dailyStore{}, nil, nil)
 	mgmt := &keys.APIKey{ID: "00000000000000c1", UserID: "u1", Role: keys.RoleManagement}
 	for _, c := range []struct {
 		q     DailyQuery

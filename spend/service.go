@@ -63,14 +63,26 @@ var ErrNotServiceKey = fmt.Errorf("%w: only service keys report usage", keys.Err
 
 // Service is the rules of /usage and the budget routes.
 type Service struct {
-	store Store
-	now   func() time.Time
-	newID func() string
+	store  Store
+	now    func() time.Time
+	newID  func() string
+	record Runner
 }
 
-// NewService returns the Service; newID makes budget ids.
-func NewService(store Store, newID func() string) *Service {
-	return &Service{store: store, now: time.Now, newID: newID}
+// Runner runs work and returns once it has, or returns ctx's error without
+// running it if ctx ends first.
+type Runner func(ctx context.Context, work func()) error
+
+// NewService returns the Service; newID makes budget ids. Recording
+// reports (parsing a batch, storing it) runs through record: the gateway
+// gives it threads of lowered priority (internal/lowprio), so a batch of
+// 1,000, milliseconds of CPU, does not delay the requests sharing the
+// process. A nil record runs it on the caller's goroutine.
+func NewService(store Store, newID func() string, record Runner) *Service {
+	if record == nil {
+		record = func(_ context.Context, work func()) error { work(); return nil }
+	}
+	return &Service{store: store, now: time.Now, newID: newID, record: record}
 }
 
 // Result counts the reports of one call.
@@ -80,10 +92,17 @@ type Result struct {
 
 // ReportBatch records a body of POST /usage for the service key caller. It
 // keeps no reference to body, which the caller may reuse once it returns.
-func (s *Service) ReportBatch(ctx context.Context, caller *keys.APIKey, body []byte) (Result, error) {
+func (s *Service) ReportBatch(ctx context.Context, caller *keys.APIKey, body []byte) (res Result, err error) {
 	if caller.Role != keys.RoleService {
 		return Result{}, ErrNotServiceKey
 	}
+	if runErr := s.record(ctx, func() { res, err = s.reportBatch(ctx, caller.UserID, body) }); runErr != nil {
+		return Result{}, runErr
+	}
+	return res, err
+}
+
+func (s *Service) reportBatch(ctx context.Context, userID string, body []byte) (Result, error) {
 	buf := reportBuffers.Get().(*[]Report)
 	defer func() {
 		clear((*buf)[:cap(*buf)]) // keeps no report's strings alive in the pool
@@ -96,7 +115,7 @@ func (s *Service) ReportBatch(ctx context.Context, caller *keys.APIKey, body []b
 	if err != nil {
 		return Result{}, err
 	}
-	return s.record(ctx, caller.UserID, reports, "reports[%d].key")
+	return s.recordReports(ctx, userID, reports, "reports[%d].key")
 }
 
 // reportBuffers recycles the reports of a batch, which nothing keeps once
@@ -105,28 +124,35 @@ func (s *Service) ReportBatch(ctx context.Context, caller *keys.APIKey, body []b
 var reportBuffers = sync.Pool{New: func() any { return new([]Report) }}
 
 // ReportOne records a body of POST /keys/{hash}/usage.
-func (s *Service) ReportOne(ctx context.Context, caller *keys.APIKey, keyID string, body []byte) (Result, error) {
+func (s *Service) ReportOne(ctx context.Context, caller *keys.APIKey, keyID string, body []byte) (res Result, err error) {
 	if caller.Role != keys.RoleService {
 		return Result{}, ErrNotServiceKey
 	}
 	if _, ok := keys.ParseID(keyID); !ok {
 		return Result{}, keys.ErrKeyNotFound
 	}
+	if runErr := s.record(ctx, func() { res, err = s.reportOne(ctx, caller.UserID, keyID, body) }); runErr != nil {
+		return Result{}, runErr
+	}
+	return res, err
+}
+
+func (s *Service) reportOne(ctx context.Context, userID, keyID string, body []byte) (Result, error) {
 	r, err := ParseOne(body, keyID, s.now())
 	if err != nil {
 		return Result{}, err
 	}
-	known, err := s.store.KeysOf(ctx, caller.UserID, []string{keyID})
+	known, err := s.store.KeysOf(ctx, userID, []string{keyID})
 	if err != nil {
 		return Result{}, err
 	}
 	if _, ok := known[keyID]; !ok {
 		return Result{}, keys.ErrKeyNotFound
 	}
-	return s.record(ctx, caller.UserID, []Report{r}, "key")
+	return s.recordReports(ctx, userID, []Report{r}, "key")
 }
 
-func (s *Service) record(ctx context.Context, userID string, reports []Report, keyField string) (Result, error) {
+func (s *Service) recordReports(ctx context.Context, userID string, reports []Report, keyField string) (Result, error) {
 	// A batch is usually a few keys' reports: only their distinct ids are
 	// looked up.
 	distinct := make(map[string]struct{})

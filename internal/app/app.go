@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	iofs "io/fs"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/aigateway/gateway/catalog"
@@ -16,6 +17,7 @@ import (
 	"github.com/aigateway/gateway/gateway"
 	"github.com/aigateway/gateway/gateway/accesslog"
 	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/internal/lowprio"
 	"github.com/aigateway/gateway/keys"
 	"github.com/aigateway/gateway/keys/seal"
 	"github.com/aigateway/gateway/providers"
@@ -199,6 +201,16 @@ func (a *App) build(ctx context.Context) error {
 	go func() { enforcer.Run(enforceCtx); close(enforcing) }()
 	a.closers = append(a.closers, func() error { stopEnforcing(); <-enforcing; return nil })
 
+	// Recording usage costs milliseconds of CPU a batch, on a replica
+	// that must answer lookups in a fraction of one: it runs on threads
+	// of lowered priority, taking what the requests leave idle. Half the
+	// Ps at most, since a worker holds its P while it runs.
+	ingest := lowprio.New(max(1, runtime.GOMAXPROCS(0)/2))
+	if err := ingest.Err(); err != nil {
+		log.Warn("usage reports are recorded at normal priority, beside the requests", zap.Error(err))
+	}
+	a.closers = append(a.closers, func() error { ingest.Close(); return nil })
+
 	a.api = gateway.New(gateway.Options{
 		Log:             log,
 		AccessLog:       a.accessLog(reg),
@@ -207,7 +219,7 @@ func (a *App) build(ctx context.Context) error {
 		Workspaces:      workspaces,
 		Keys:            keys.NewManager(st, keyWorkspaces{workspaces}, sealer),
 		ProviderKeys:    keys.NewProviderKeys(providerKeyChanges{ProviderKeyStore: st, forget: forgetLookups}, keyWorkspaces{workspaces}, sealer, uuid.NewString),
-		Spend:           spend.NewService(st, uuid.NewString),
+		Spend:           spend.NewService(st, uuid.NewString, ingest.Do),
 		SpendGuard:      enforcer,
 		Files:           a.files,
 		FileReader:      reader,

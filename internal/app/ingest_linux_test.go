@@ -1,0 +1,95 @@
+package app
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/internal/lowprio"
+	"github.com/aigateway/gateway/keys"
+)
+
+// TestBuildRecordsUsageOnLoweredThreads: Build starts the threads that
+// record usage reports, at lowered priority (half the Ps, at least one),
+// a report goes through, and Close ends them.
+func TestBuildRecordsUsageOnLoweredThreads(t *testing.T) {
+	before := threadsAtNice(t, lowprio.Nice)
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Metadata = config.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
+	cfg.Storage.FS.Dir = filepath.Join(dir, "files")
+	cfg.Catalog.Path = "../../configs/models.yaml"
+	ctx := context.Background()
+	rt, err := Open(ctx, cfg, Env{Getenv: func(string) string { return "" }, Logs: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	a, err := Build(ctx, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := threadsAtNice(t, lowprio.Nice)-before, max(1, runtime.GOMAXPROCS(0)/2); got != want {
+		t.Errorf("%d threads at nice %d after Build, want %d", got, lowprio.Nice, want)
+	}
+
+	svc, _, err := rt.CreateKey(ctx, KeyRequest{Name: "svc", User: "alice", Role: keys.RoleService})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, std, err := rt.CreateKey(ctx, KeyRequest{Name: "std", User: "alice", Role: keys.RoleStandard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/usage",
+		strings.NewReader(`{"reports":[{"id":"r-1","key":"`+std.ID+`","cost":0.25}]}`))
+	req.Header.Set("Authorization", "Bearer "+svc)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"accepted":1`) {
+		t.Fatalf("POST /usage = %d %s", rec.Code, rec.Body)
+	}
+
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A thread ends just after its goroutine: wait for it, a while.
+	for deadline := time.Now().Add(10 * time.Second); threadsAtNice(t, lowprio.Nice) != before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d threads at nice %d after Close, want %d", threadsAtNice(t, lowprio.Nice), lowprio.Nice, before)
+		}
+		runtime.Gosched()
+	}
+}
+
+// threadsAtNice counts this process's threads of niceness nice, the 19th
+// field of each one's stat (counted after its name, which may hold spaces).
+func threadsAtNice(t *testing.T, nice int) int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		stat, err := os.ReadFile(filepath.Join("/proc/self/task", task.Name(), "stat"))
+		if err != nil {
+			continue // the thread ended since the listing
+		}
+		after := stat[strings.LastIndexByte(string(stat), ')')+1:]
+		if f := strings.Fields(string(after)); len(f) > 16 && f[16] == strconv.Itoa(nice) {
+			n++
+		}
+	}
+	return n
+}
