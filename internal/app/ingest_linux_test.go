@@ -22,7 +22,9 @@ import (
 // record usage reports, at lowered priority (half the Ps, at least one),
 // a report goes through, and Close ends them.
 func TestBuildRecordsUsageOnLoweredThreads(t *testing.T) {
-	before := threadsAtNice(t, lowprio.Nice)
+	// Nice more than the process, at most 19.
+	nice := min(threadNices(t)[strconv.Itoa(os.Getpid())]+lowprio.Nice, 19)
+	before := threadsAtNice(t, nice)
 	dir := t.TempDir()
 	cfg := config.Default()
 	cfg.Metadata = config.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
@@ -38,8 +40,8 @@ func TestBuildRecordsUsageOnLoweredThreads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := threadsAtNice(t, lowprio.Nice)-before, max(1, runtime.GOMAXPROCS(0)/2); got != want {
-		t.Errorf("%d threads at nice %d after Build, want %d", got, lowprio.Nice, want)
+	if got, want := threadsAtNice(t, nice)-before, max(1, runtime.GOMAXPROCS(0)/2); got != want {
+		t.Errorf("%d threads at nice %d after Build, want %d", got, nice, want)
 	}
 
 	svc, _, err := rt.CreateKey(ctx, KeyRequest{Name: "svc", User: "alice", Role: keys.RoleService})
@@ -64,32 +66,46 @@ func TestBuildRecordsUsageOnLoweredThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A thread ends just after its goroutine: wait for it, a while.
-	for deadline := time.Now().Add(10 * time.Second); threadsAtNice(t, lowprio.Nice) != before; {
+	for deadline := time.Now().Add(10 * time.Second); threadsAtNice(t, nice) != before; {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d threads at nice %d after Close, want %d", threadsAtNice(t, lowprio.Nice), lowprio.Nice, before)
+			t.Fatalf("%d threads at nice %d after Close, want %d", threadsAtNice(t, nice), nice, before)
 		}
 		runtime.Gosched()
 	}
 }
 
-// threadsAtNice counts this process's threads of niceness nice, the 19th
-// field of each one's stat (counted after its name, which may hold spaces).
+// threadsAtNice counts this process's threads of niceness nice.
 func threadsAtNice(t *testing.T, nice int) int {
+	n := 0
+	for _, v := range threadNices(t) {
+		if v == nice {
+			n++
+		}
+	}
+	return n
+}
+
+// threadNices reads the niceness of each of this process's threads by
+// id: the 19th field of its stat, counted after its name (which may hold
+// spaces).
+func threadNices(t *testing.T) map[string]int {
 	t.Helper()
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	nices := map[string]int{}
 	for _, task := range tasks {
 		stat, err := os.ReadFile(filepath.Join("/proc/self/task", task.Name(), "stat"))
 		if err != nil {
 			continue // the thread ended since the listing
 		}
 		after := stat[strings.LastIndexByte(string(stat), ')')+1:]
-		if f := strings.Fields(string(after)); len(f) > 16 && f[16] == strconv.Itoa(nice) {
-			n++
+		if f := strings.Fields(string(after)); len(f) > 16 {
+			if n, err := strconv.Atoi(f[16]); err == nil {
+				nices[task.Name()] = n
+			}
 		}
 	}
-	return n
+	return nices
 }

@@ -2,11 +2,19 @@ package lowprio
 
 import "golang.org/x/sys/unix"
 
-// lowerThisThread sets the calling thread's niceness: on Linux, and only
-// there, setpriority with a thread id applies to that thread alone.
-// Raising the niceness needs no privilege.
-func lowerThisThread(nice int) error {
-	return unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), nice)
+// lowerThisThread makes the calling thread by nicer than it is, up to 19,
+// the lowest priority: relative, so that under a process started with
+// nice the work still ranks below the requests, and a lowering is never a
+// raising (which would need a privilege). On Linux, and only there,
+// setpriority with a thread id applies to that thread alone.
+func lowerThisThread(by int) error {
+	tid := unix.Gettid()
+	// The raw system call returns 20 - nice, keeping clear of -1.
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+	if err != nil {
+		return err
+	}
+	return unix.Setpriority(unix.PRIO_PROCESS, tid, min(20-prio+by, 19))
 }
 
 // onMainThread reports whether the calling thread is the process's first.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -32,6 +33,12 @@ func niceOf(t *testing.T, tid string) int {
 	return n
 }
 
+// lowered is the niceness a Pool's thread should have: Nice more than the
+// process's (its main thread's), at most 19.
+func lowered(t *testing.T) int {
+	return min(niceOf(t, strconv.Itoa(os.Getpid()))+Nice, 19)
+}
+
 func TestDoRunsOnALoweredThread(t *testing.T) {
 	p := New(1)
 	defer p.Close()
@@ -39,6 +46,7 @@ func TestDoRunsOnALoweredThread(t *testing.T) {
 		t.Fatalf("Err = %v", err)
 	}
 	caller := strconv.Itoa(unix.Gettid())
+	callerNice := niceOf(t, caller)
 	var worker string
 	if err := p.Do(context.Background(), func() { worker = strconv.Itoa(unix.Gettid()) }); err != nil {
 		t.Fatal(err)
@@ -46,11 +54,31 @@ func TestDoRunsOnALoweredThread(t *testing.T) {
 	if worker == caller {
 		t.Fatalf("ran on the caller's thread %s", caller)
 	}
-	if got := niceOf(t, worker); got != Nice {
-		t.Errorf("worker thread nice = %d, want %d", got, Nice)
+	if got, want := niceOf(t, worker), lowered(t); got != want {
+		t.Errorf("worker thread nice = %d, want %d", got, want)
 	}
-	if got := niceOf(t, caller); got != 0 {
-		t.Errorf("caller thread nice = %d, want 0", got)
+	if got := niceOf(t, caller); got != callerNice {
+		t.Errorf("caller thread nice = %d, was %d", got, callerNice)
+	}
+}
+
+// TestThreadsAreLoweredFromTheProcesssNiceness: in a process started 5
+// nicer, the threads run Nice nicer than that, below its requests still
+// (the test runs itself again under nice).
+func TestThreadsAreLoweredFromTheProcesssNiceness(t *testing.T) {
+	if want := os.Getenv("LOWPRIO_CHILD_NICE"); want != "" {
+		if got := strconv.Itoa(niceOf(t, strconv.Itoa(os.Getpid()))); got != want {
+			t.Fatalf("the child runs at nice %s, want %s", got, want)
+		}
+		TestDoRunsOnALoweredThread(t)
+		return
+	}
+	parent := niceOf(t, strconv.Itoa(os.Getpid()))
+	cmd := exec.Command("nice", "-n", "5", os.Args[0], "-test.run=^TestThreadsAreLoweredFromTheProcesssNiceness$", "-test.v")
+	cmd.Env = append(os.Environ(), "LOWPRIO_CHILD_NICE="+strconv.Itoa(min(parent+5, 19)))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("under nice 5: %v\n%s", err, out)
 	}
 }
 
@@ -84,8 +112,8 @@ func closeEndsTheLoweredThreads(t *testing.T) {
 	for range workers {
 		tid := <-tids
 		seen[tid] = true
-		if got := niceOf(t, tid); got != Nice {
-			t.Errorf("thread %s nice = %d, want %d", tid, got, Nice)
+		if got, want := niceOf(t, tid), lowered(t); got != want {
+			t.Errorf("thread %s nice = %d, want %d", tid, got, want)
 		}
 	}
 	if len(seen) != workers {
