@@ -51,12 +51,13 @@ type job struct {
 // and returns once they are ready.
 func New(workers int) *Pool {
 	p := &Pool{jobs: make(chan *job), quit: make(chan struct{})}
+	workers = max(workers, 1)
 	ready := make(chan error)
-	for range max(workers, 1) {
-		p.workers.Add(1)
+	p.workers.Add(workers)
+	for range workers {
 		go p.start(ready)
 	}
-	for range max(workers, 1) {
+	for range workers {
 		if err := <-ready; err != nil && p.err == nil {
 			p.err = err
 		}
@@ -65,8 +66,14 @@ func New(workers int) *Pool {
 }
 
 // Err reports why the threads run at the process's priority rather than
-// Nice lower (the platform, or the kernel refused), or nil.
-func (p *Pool) Err() error { return p.err }
+// Nice lower (the platform, or the kernel refused), or nil; nil for a nil
+// Pool, which starts no thread.
+func (p *Pool) Err() error {
+	if p == nil {
+		return nil
+	}
+	return p.err
+}
 
 // start locks the calling goroutine to a thread and works on it, unless
 // that thread is the process's main one: the runtime never ends the main

@@ -74,6 +74,9 @@ func TestDoAfterCloseAndOnNilRunsOnTheCaller(t *testing.T) {
 	p := New(1)
 	p.Close()
 	p.Close() // twice is harmless
+	if err := (*Pool)(nil).Err(); err != nil {
+		t.Errorf("nil Pool Err = %v", err)
+	}
 	for _, p := range []*Pool{p, nil} {
 		ran := false
 		if err := p.Do(context.Background(), func() { ran = true }); err != nil || !ran {
