@@ -2,7 +2,7 @@
 # Upload forwarding to a provider: POST /api/v1/files?provider=openai through
 # the real gateway binary on the embedded default, with the workspace's own
 # OpenAI key stored over /byok, to the OpenAI Files API stand-in of
-# providers/providertest run as a process of its own (bench/standin, which
+# backends/providers/providertest run as a process of its own (bench/standin, which
 # streams each upload to a temporary file).
 #
 # Every upload is one file of SIZE bytes with a purpose field, sent by

@@ -2,7 +2,7 @@
 # CPU cost of a provider passthrough: GET /api/v1/files?provider=openai&
 # workspace_id=W through the real gateway binary on the embedded default
 # (SQLite), with the workspace's own OpenAI key stored over /byok, against
-# the OpenAI Files API stand-in of providers/providertest run as a process
+# the OpenAI Files API stand-in of backends/providers/providertest run as a process
 # of its own (bench/standin, holding FILES files, all listed in one page).
 # Every call is the whole stack: auth, rate limit, spend guard, the
 # workspace, the stored key, one upstream list call, the answer encoded.

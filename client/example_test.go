@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/aigateway/gateway/client"
-	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/internal/config"
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/cmd/gateway/app"
+	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 // A component that is handed a file id (in a request it serves) resolves it
@@ -62,8 +62,8 @@ func startExampleGateway() *exampleGateway {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Metadata = config.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
+	cfg := configs.Default()
+	cfg.Metadata = configs.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
 	cfg.Storage.FS.Dir = filepath.Join(dir, "files")
 	cfg.Catalog.Path = "../configs/models.yaml"
 	cfg.Log.Level = "error"

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aigateway/gateway/catalog"
 	"github.com/aigateway/gateway/configs"
-	"github.com/aigateway/gateway/internal/config"
 )
 
 // exampleEnv gives the variables the example files reference.
@@ -23,14 +22,14 @@ func exampleEnv(name string) string {
 // TestEveryShippedFileLoads loads and validates every file in configs/ (as
 // embedded in the binary, which is what runs when the files are absent).
 func TestEveryShippedFileLoads(t *testing.T) {
-	entries, err := fs.ReadDir(configs.Files, ".")
+	entries, err := fs.ReadDir(configs.Shipped, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := 0
 	for _, e := range entries {
 		name := e.Name()
-		data, err := configs.Files.ReadFile(name)
+		data, err := configs.Shipped.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +44,7 @@ func TestEveryShippedFileLoads(t *testing.T) {
 					t.Errorf("the shipped catalog has %d models, want at least 40", c.Len())
 				}
 			case strings.HasSuffix(name, ".yaml"):
-				if _, err := config.Parse(data, exampleEnv); err != nil {
+				if _, err := configs.Parse(data, exampleEnv); err != nil {
 					t.Fatalf("%s does not validate: %v", name, err)
 				}
 			default:
@@ -61,21 +60,21 @@ func TestEveryShippedFileLoads(t *testing.T) {
 
 // TestEmbeddedDefaultIsTheDocumentedOne pins what `make run` starts.
 func TestEmbeddedDefaultIsTheDocumentedOne(t *testing.T) {
-	data, _ := configs.Files.ReadFile("gateway.yaml")
-	cfg, err := config.Parse(data, func(string) string { return "" })
+	data, _ := configs.Shipped.ReadFile("gateway.yaml")
+	cfg, err := configs.Parse(data, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Server.Listen != "127.0.0.1:8080" || cfg.Metadata.Driver != "sqlite" || cfg.Storage.Backend != "fs" || cfg.Redis.Enabled() {
 		t.Errorf("embedded default is not SQLite + local disk + in-process limits on 127.0.0.1:8080: %+v", cfg)
 	}
-	if !reflect.DeepEqual(normalize(cfg), normalize(config.Default())) {
-		t.Errorf("gateway.yaml and config.Default() disagree:\nfile:    %+v\ndefault: %+v", cfg, config.Default())
+	if !reflect.DeepEqual(normalize(cfg), normalize(configs.Default())) {
+		t.Errorf("gateway.yaml and configs.Default() disagree:\nfile:    %+v\ndefault: %+v", cfg, configs.Default())
 	}
 }
 
 // normalize treats an empty and a nil list alike.
-func normalize(c config.Config) config.Config {
+func normalize(c configs.Config) configs.Config {
 	if len(c.Server.TrustedProxies) == 0 {
 		c.Server.TrustedProxies = nil
 	}

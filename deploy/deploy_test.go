@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/catalog"
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/configs"
 	"gopkg.in/yaml.v3"
 )
 
@@ -60,7 +60,7 @@ var shellEnv = map[string]string{
 }
 
 // byokKeyEnv must reach every replica that stores metadata in PostgreSQL:
-// without it `gateway serve` refuses to start (keys/seal.KeyEnv).
+// without it `gateway serve` refuses to start (policy/keys/seal.KeyEnv).
 const byokKeyEnv = "GATEWAY_BYOK_ENCRYPTION_KEY"
 
 // ---- YAML ---------------------------------------------------------------
@@ -97,7 +97,7 @@ func readFile(t *testing.T, name string) []byte {
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // envRefs lists the ${VAR} references in a config's values (not in its
-// comments), the way config.Parse expands them.
+// comments), the way configs.Parse expands them.
 func envRefs(t *testing.T, name string, data []byte) []string {
 	t.Helper()
 	var refs []string
@@ -123,9 +123,9 @@ func envRefs(t *testing.T, name string, data []byte) []string {
 
 // parseConfig loads a gateway config the way `gateway serve` does, with
 // getenv answering from env only.
-func parseConfig(t *testing.T, name string, data []byte, env map[string]string) config.Config {
+func parseConfig(t *testing.T, name string, data []byte, env map[string]string) configs.Config {
 	t.Helper()
-	cfg, err := config.Parse(data, func(k string) string { return env[k] })
+	cfg, err := configs.Parse(data, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("%s does not load: %v", name, err)
 	}
@@ -134,7 +134,7 @@ func parseConfig(t *testing.T, name string, data []byte, env map[string]string) 
 
 // checkListen: the container's config must listen on every interface, on
 // the port the image exposes and the probes use.
-func checkListen(t *testing.T, name string, cfg config.Config) {
+func checkListen(t *testing.T, name string, cfg configs.Config) {
 	t.Helper()
 	host, port, err := net.SplitHostPort(cfg.Server.Listen)
 	if err != nil {
@@ -848,9 +848,9 @@ func TestConfigCheckCatchesMistakes(t *testing.T) {
 				env[k] = v
 			}
 			data := tc.mutate(slices.Clone(c.configData), env)
-			_, err := config.Parse(data, func(k string) string { return env[k] })
+			_, err := configs.Parse(data, func(k string) string { return env[k] })
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("config.Parse error %v, want one containing %q", err, tc.want)
+				t.Errorf("configs.Parse error %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
@@ -1196,7 +1196,7 @@ func TestEveryDeployConfigLoads(t *testing.T) {
 					t.Errorf("storage.gcs.endpoint points at %q, not a compose service", h)
 				}
 			}
-			cfg.Storage, base.Storage = config.Storage{}, config.Storage{}
+			cfg.Storage, base.Storage = configs.Storage{}, configs.Storage{}
 			if !reflect.DeepEqual(cfg, base) {
 				t.Errorf("%s differs from compose/gateway.yaml beyond storage:\n%+v\n%+v", f, cfg, base)
 			}

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/files/blob"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -175,28 +175,28 @@ type fakeBucket struct {
 	deleteErr error
 }
 
-var _ storage.Bucket = (*fakeBucket)(nil)
+var _ blob.Bucket = (*fakeBucket)(nil)
 
 func newFakeBucket() *fakeBucket {
 	return &fakeBucket{objects: map[string][]byte{}, types: map[string]string{}}
 }
 
-func (b *fakeBucket) Upload(_ context.Context, key string, r io.Reader, _ int64, opts storage.UploadOptions) (storage.Object, error) {
-	if err := storage.ValidateKey(key); err != nil {
-		return storage.Object{}, err
+func (b *fakeBucket) Upload(_ context.Context, key string, r io.Reader, _ int64, opts blob.UploadOptions) (blob.Object, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return blob.Object{}, err
 	}
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, r); err != nil {
-		return storage.Object{}, fmt.Errorf("fake bucket: upload %s: %w", key, err)
+		return blob.Object{}, fmt.Errorf("fake bucket: upload %s: %w", key, err)
 	}
 	if b.uploadErr != nil {
-		return storage.Object{}, b.uploadErr
+		return blob.Object{}, b.uploadErr
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.objects[key] = buf.Bytes()
 	b.types[key] = opts.ContentType
-	return storage.Object{Key: key, Size: int64(buf.Len()), ContentType: opts.ContentType}, nil
+	return blob.Object{Key: key, Size: int64(buf.Len()), ContentType: opts.ContentType}, nil
 }
 
 func (b *fakeBucket) Open(_ context.Context, key string) (io.ReadCloser, error) {
@@ -204,19 +204,19 @@ func (b *fakeBucket) Open(_ context.Context, key string) (io.ReadCloser, error) 
 	defer b.mu.Unlock()
 	data, ok := b.objects[key]
 	if !ok {
-		return nil, storage.ErrNotFound
+		return nil, blob.ErrNotFound
 	}
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
-func (b *fakeBucket) Stat(_ context.Context, key string) (storage.Object, error) {
+func (b *fakeBucket) Stat(_ context.Context, key string) (blob.Object, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	data, ok := b.objects[key]
 	if !ok {
-		return storage.Object{}, storage.ErrNotFound
+		return blob.Object{}, blob.ErrNotFound
 	}
-	return storage.Object{Key: key, Size: int64(len(data))}, nil
+	return blob.Object{Key: key, Size: int64(len(data))}, nil
 }
 
 func (b *fakeBucket) Delete(_ context.Context, key string) error {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/aigateway/gateway/invalid"
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
 // ErrInvalidFilename: the client's filename breaks a rule of

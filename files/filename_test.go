@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aigateway/gateway/invalid"
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
 func TestValidateFilenameAccepts(t *testing.T) {

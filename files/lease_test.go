@@ -11,7 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aigateway/gateway/limits/limitertest"
+	"github.com/aigateway/gateway/policy/limits/limitertest"
 )
 
 // leaseRig is a rig whose Service reads a settable clock, with a 3 s lease

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/aigateway/gateway/invalid"
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
 // Purpose is what a file is uploaded for, in the OpenAI Files API's terms:

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/aigateway/gateway/invalid"
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
 func TestParsePurpose(t *testing.T) {

@@ -9,10 +9,11 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aigateway/gateway/invalid"
+	"github.com/aigateway/gateway/internal/invalid"
 
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/files/blob"
+	"github.com/aigateway/gateway/internal/outage"
+	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -78,7 +79,7 @@ type ReadConfig struct {
 type ReadDeps struct {
 	Records    Records
 	Keys       ProviderKeys
-	Bucket     storage.Bucket
+	Bucket     blob.Bucket
 	Opener     Opener
 	Workspaces Workspaces
 	Log        *slog.Logger
@@ -561,14 +562,14 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 	openRange := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
 		return openRangeBySkipping(ctx, s.d.Bucket, key, offset, length)
 	}
-	if ro, ok := s.d.Bucket.(storage.RangeOpener); ok {
+	if ro, ok := s.d.Bucket.(blob.RangeOpener); ok {
 		openRange = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
 			return ro.OpenRange(ctx, key, offset, length)
 		}
 	}
 	open := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
 		rc, err := openRange(ctx, offset, length)
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, blob.ErrNotFound) {
 			// The record outlived its object (removed behind the gateway,
 			// or lost by the store): the operator must hear of it; the
 			// client gets a clear answer, not a 500.
@@ -583,7 +584,7 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 
 // openRangeBySkipping reads a range of a bucket that cannot seek: the bytes
 // before it are read and dropped, in constant memory.
-func openRangeBySkipping(ctx context.Context, b storage.Bucket, key string, offset, length int64) (io.ReadCloser, error) {
+func openRangeBySkipping(ctx context.Context, b blob.Bucket, key string, offset, length int64) (io.ReadCloser, error) {
 	rc, err := b.Open(ctx, key)
 	if err != nil {
 		return nil, err
@@ -678,7 +679,7 @@ func storageReadError(err error) error {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return err
-	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, outage.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %w", ErrStorageUnavailable, err)
 	default:
 		return fmt.Errorf("files: read object: %w", err)

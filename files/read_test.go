@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aigateway/gateway/invalid"
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/internal/invalid"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 // ListFiles and DeleteFile make fakeStore a Records with the ordering and

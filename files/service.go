@@ -16,10 +16,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aigateway/gateway/files/blob"
 	"github.com/aigateway/gateway/files/sniff"
-	"github.com/aigateway/gateway/invalid"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/internal/invalid"
+	"github.com/aigateway/gateway/internal/outage"
+	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -62,7 +63,7 @@ type Service struct {
 	cfg        Config
 	store      Store
 	keys       ProviderKeys
-	bucket     storage.Bucket
+	bucket     blob.Bucket
 	opener     Opener
 	workspaces Workspaces
 	admission  Admission
@@ -77,7 +78,7 @@ type Service struct {
 type Deps struct {
 	Store      Store
 	Keys       ProviderKeys
-	Bucket     storage.Bucket
+	Bucket     blob.Bucket
 	Opener     Opener
 	Workspaces Workspaces
 	Admission  Admission
@@ -309,7 +310,7 @@ func (u *upload) write(ctx context.Context, filename string, body io.Reader) err
 		u.rec.ID, u.rec.Backend, u.rec.ObjectKey = providerID, u.name, providerID
 	} else {
 		key := ObjectKey(u.workspace, id)
-		if _, err := u.s.bucket.Upload(ctx, key, sum, -1, storage.UploadOptions{ContentType: tr.MimeType()}); err != nil {
+		if _, err := u.s.bucket.Upload(ctx, key, sum, -1, blob.UploadOptions{ContentType: tr.MimeType()}); err != nil {
 			return storageError(err)
 		}
 		u.rec.Backend, u.rec.ObjectKey = u.s.cfg.Backend, key
@@ -419,7 +420,7 @@ func storageError(err error) error {
 	switch {
 	case clientFault(err):
 		return err
-	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, outage.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %w", ErrStorageUnavailable, err)
 	default:
 		return err

@@ -11,9 +11,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/aigateway/gateway/files/blob"
 	"github.com/aigateway/gateway/files/sniff"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -347,7 +347,7 @@ func TestWriteFailuresLeaveNothing(t *testing.T) {
 		{name: "body cut off", filename: "a.txt", body: io.MultiReader(strings.NewReader(hello), errReader{io.ErrUnexpectedEOF}), check: is(io.ErrUnexpectedEOF)},
 		{name: "client went away", filename: "a.txt", body: io.MultiReader(strings.NewReader(hello), errReader{context.Canceled}), check: is(context.Canceled)},
 		{name: "storage unavailable", filename: "a.txt", body: strings.NewReader(hello),
-			setup: func(r *rig) { r.bucket.uploadErr = storage.ErrUnavailable }, check: is(ErrStorageUnavailable)},
+			setup: func(r *rig) { r.bucket.uploadErr = blob.ErrUnavailable }, check: is(ErrStorageUnavailable)},
 		{name: "storage timed out", filename: "a.txt", body: strings.NewReader(hello),
 			setup: func(r *rig) { r.bucket.uploadErr = context.DeadlineExceeded }, check: is(ErrStorageUnavailable)},
 		{name: "storage fails otherwise", filename: "a.txt", body: strings.NewReader(hello),
@@ -525,7 +525,7 @@ func TestAbortLogsWhatItCouldNotUndo(t *testing.T) {
 		setup    func(*rig)
 		message  string
 	}{
-		{"object left behind", "", func(r *rig) { r.bucket.deleteErr = storage.ErrUnavailable }, "could not remove the bytes of a failed upload"},
+		{"object left behind", "", func(r *rig) { r.bucket.deleteErr = blob.ErrUnavailable }, "could not remove the bytes of a failed upload"},
 		{"provider file left behind", ProviderOpenAI, func(r *rig) { r.openai.deleteErr = ErrProvider }, "could not remove the bytes of a failed upload"},
 		{"reservation not released", "", func(r *rig) { r.store.releaseErr = errors.New("store down") }, "could not release a quota reservation; it expires by itself"},
 	}

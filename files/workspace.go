@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/google/uuid"
 )

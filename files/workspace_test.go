@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 // The roles resolveWorkspace knows beyond what uploads exercise (see

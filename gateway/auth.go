@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/limits"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/limits"
 	"go.uber.org/zap"
 )
 

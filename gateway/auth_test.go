@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/limits"
+	"github.com/aigateway/gateway/policy/limits"
 	"github.com/go-chi/chi/v5"
 )
 

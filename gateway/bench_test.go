@@ -13,9 +13,9 @@ import (
 	"github.com/aigateway/gateway/catalog"
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/gateway/accesslog"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/limits"
-	"github.com/aigateway/gateway/spend"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/limits"
+	"github.com/aigateway/gateway/policy/spend"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -71,7 +71,7 @@ func (spentStandings) Standings(context.Context, spend.Windows) ([]spend.KeyStan
 // drives it over HTTP, and returning the status answered.
 func lookupChain(tb testing.TB, s lookupSetup) func() int {
 	tb.Helper()
-	data, err := configs.Files.ReadFile("models.yaml")
+	data, err := configs.Shipped.ReadFile("models.yaml")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -11,11 +11,11 @@ import (
 
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/files/sniff"
-	"github.com/aigateway/gateway/invalid"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/limits"
-	"github.com/aigateway/gateway/spend"
-	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/internal/invalid"
+	"github.com/aigateway/gateway/internal/outage"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/limits"
+	"github.com/aigateway/gateway/policy/spend"
 	"github.com/aigateway/gateway/workspace"
 	"go.uber.org/zap"
 )
@@ -94,7 +94,7 @@ var errorTable = []errorKind{
 	{errUnavailable, http.StatusServiceUnavailable, msgUnavailable},
 	// A backend out of reach (metadata store, object storage, Redis without
 	// failover): 503 with Retry-After, whatever the route.
-	{storage.ErrUnavailable, http.StatusServiceUnavailable, msgUnavailable},
+	{outage.ErrUnavailable, http.StatusServiceUnavailable, msgUnavailable},
 	{limits.ErrLimiterUnavailable, http.StatusServiceUnavailable, msgUnavailable},
 	{errMethodNotAllowed, http.StatusMethodNotAllowed, msgMethodNotAllowed},
 	{errBadRequest, http.StatusBadRequest, msgBadRequest},
@@ -229,7 +229,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 		if status != http.StatusInternalServerError && errors.As(err, &me) {
 			env.Error.Metadata = me.Metadata()
 		}
-		if outage(err) {
+		if dependencyDown(err) {
 			// The dependency logs its outage once, when it begins and when it
 			// ends; each request it fails is in the access log and the
 			// metrics (status 503), not one error line apiece.
@@ -246,10 +246,10 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 	writeJSON(w, status, env)
 }
 
-// outage reports an error of a dependency out of reach, whose outage is
+// dependencyDown reports an error of a dependency out of reach, whose outage is
 // logged where it is detected rather than per request.
-func outage(err error) bool {
-	return errors.Is(err, storage.ErrUnavailable) || errors.Is(err, limits.ErrLimiterUnavailable)
+func dependencyDown(err error) bool {
+	return errors.Is(err, outage.ErrUnavailable) || errors.Is(err, limits.ErrLimiterUnavailable)
 }
 
 // errUnavailable: a dependency needed to decide is not there (503).

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/limits"
-	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/files/blob"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/limits"
 	"go.uber.org/zap"
 )
 
@@ -78,8 +78,8 @@ func TestBodyReaderClassifiesFailures(t *testing.T) {
 // envelope, never a 500.
 func TestOutageIsServiceUnavailable(t *testing.T) {
 	for _, err := range []error{
-		fmt.Errorf("create workspace: %w: dial tcp: connection refused", storage.ErrUnavailable),
-		fmt.Errorf("commit: %w", fmt.Errorf("%w: %w", files.ErrStorageUnavailable, storage.ErrUnavailable)),
+		fmt.Errorf("create workspace: %w: dial tcp: connection refused", blob.ErrUnavailable),
+		fmt.Errorf("commit: %w", fmt.Errorf("%w: %w", files.ErrStorageUnavailable, blob.ErrUnavailable)),
 		fmt.Errorf("admit: %w", limits.ErrLimiterUnavailable),
 	} {
 		req := httptest.NewRequest(http.MethodGet, "/api/v1/workspaces", nil)

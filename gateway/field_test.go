@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/limits"
+	"github.com/aigateway/gateway/policy/limits"
 )
 
 // File reads, lists and deletes go by the default class; only uploads are

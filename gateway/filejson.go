@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/jsonobj"
+	"github.com/aigateway/gateway/internal/jsonobj"
 )
 
 // A page of files is written by hand: encoding/json's reflection over the

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 // FileService is what the upload route needs.

@@ -15,8 +15,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/param"
+	"github.com/aigateway/gateway/policy/keys"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -88,7 +87,7 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, caller *keys.API
 	}
 	p := files.ListParams{Target: t, Cursor: cursor, After: q.Get("after"), AfterID: q.Get("after_id"), BeforeID: q.Get("before_id")}
 	if v := q.Get("limit"); v != "" {
-		n, ok := param.Int(v, 1, files.MaxListLimit)
+		n, ok := queryInt(v, 1, files.MaxListLimit)
 		if !ok {
 			return badRequest(map[string]any{"limit": files.LimitRule})
 		}

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/files/blob"
+	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -547,23 +547,23 @@ func (w memWorkspaces) Default(_ context.Context, user string) (workspace.Worksp
 	return workspace.Workspace{ID: slices.Min(ids)}, nil
 }
 
-// memBucket is a read-only storage.Bucket in memory.
+// memBucket is a read-only blob.Bucket in memory.
 type memBucket map[string][]byte
 
-func (b memBucket) Upload(context.Context, string, io.Reader, int64, storage.UploadOptions) (storage.Object, error) {
-	return storage.Object{}, errors.New("read only")
+func (b memBucket) Upload(context.Context, string, io.Reader, int64, blob.UploadOptions) (blob.Object, error) {
+	return blob.Object{}, errors.New("read only")
 }
 
 func (b memBucket) Open(_ context.Context, key string) (io.ReadCloser, error) {
 	data, ok := b[key]
 	if !ok {
-		return nil, storage.ErrNotFound
+		return nil, blob.ErrNotFound
 	}
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
-func (b memBucket) Stat(context.Context, string) (storage.Object, error) {
-	return storage.Object{}, errors.New("unused")
+func (b memBucket) Stat(context.Context, string) (blob.Object, error) {
+	return blob.Object{}, errors.New("unused")
 }
 func (b memBucket) Delete(context.Context, string) error { return nil }
 func (b memBucket) Close() error                         { return nil }

@@ -3,7 +3,7 @@ package gateway
 import (
 	"net/http"
 
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 // handlerFunc is the shape of a handler that needs no key: it returns an

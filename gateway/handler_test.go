@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 // opaqueWriter wraps a writer without Unwrap, as a third-party middleware

@@ -10,9 +10,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/limits"
-	"github.com/aigateway/gateway/money"
+	"github.com/aigateway/gateway/internal/money"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/limits"
 )
 
 // KeyManager is what the /keys routes need.

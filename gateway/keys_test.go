@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/keys/seal"
-	"github.com/aigateway/gateway/limits"
-	"github.com/aigateway/gateway/money"
+	"github.com/aigateway/gateway/internal/money"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/keys/seal"
+	"github.com/aigateway/gateway/policy/limits"
 )
 
 // fakeKeys answers the key routes from one stored key of user u1.

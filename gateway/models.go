@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aigateway/gateway/catalog"
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 	"github.com/go-chi/chi/v5"
 )
 

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aigateway/gateway/catalog"
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 // Paging of the model list.

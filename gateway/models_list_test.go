@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 type listAnswer struct {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/aigateway/gateway/catalog"
 	"github.com/aigateway/gateway/configs"
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 // staticCatalog is a CatalogSource that never reloads.
@@ -19,7 +19,7 @@ func (s staticCatalog) Current() *catalog.Catalog { return s.c }
 
 // loadShipped loads the shipped catalog once for every test: it is large.
 var loadShipped = sync.OnceValues(func() (*catalog.Catalog, error) {
-	data, err := configs.Files.ReadFile("models.yaml")
+	data, err := configs.Shipped.ReadFile("models.yaml")
 	if err != nil {
 		return nil, err
 	}

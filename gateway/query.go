@@ -4,7 +4,6 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/aigateway/gateway/param"
 )
 
 // readQuery reads a list's query the one strict way: each parameter at most
@@ -29,7 +28,7 @@ func readQuery(query url.Values, readers map[string]func(string) error) error {
 // intParam reads an integer from lo to hi into dst.
 func intParam(name string, dst *int, lo, hi int) func(string) error {
 	return func(v string) error {
-		n, ok := param.Int(v, lo, hi)
+		n, ok := queryInt(v, lo, hi)
 		if !ok {
 			return badRequest(map[string]any{name: "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)})
 		}
@@ -58,4 +57,23 @@ func workspaceParam(dst *string) func(string) error {
 		*dst = v
 		return nil
 	}
+}
+
+// queryInt reads s as an integer from lo to hi, the one strict way every
+// list of the API shares: decimal digits only. "+5", "5.0", " 5" and "0x5"
+// are not integers here, whatever strconv would make of them.
+func queryInt(s string, lo, hi int) (int, bool) {
+	if s == "" || len(s) > 19 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, false
+	}
+	return n, true
 }

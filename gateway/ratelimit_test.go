@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/limits"
+	"github.com/aigateway/gateway/policy/limits"
 )
 
 func TestSetRateLimitHeaders(t *testing.T) {

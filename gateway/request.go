@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 	"github.com/go-chi/chi/v5"
 )
 

@@ -3,7 +3,7 @@ package gateway
 import (
 	"net/http"
 
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 	"go.uber.org/zap"
 )
 

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/gateway/accesslog"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/limits"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/limits"
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/money"
-	"github.com/aigateway/gateway/spend"
+	"github.com/aigateway/gateway/internal/money"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/spend"
 )
 
 // SpendService is what the usage and budget routes need.

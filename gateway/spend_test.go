@@ -12,9 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/money"
-	"github.com/aigateway/gateway/spend"
+	"github.com/aigateway/gateway/internal/money"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/spend"
 	"github.com/aigateway/gateway/workspace"
 )
 

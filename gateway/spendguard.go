@@ -4,8 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/spend"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/spend"
 	"go.uber.org/zap"
 )
 

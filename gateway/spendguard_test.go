@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/spend"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/spend"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )

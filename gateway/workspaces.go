@@ -11,9 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/aigateway/gateway/invalid"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/param"
+	"github.com/aigateway/gateway/internal/invalid"
+	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -204,7 +203,7 @@ func workspacePage(query url.Values) (workspace.Page, error) {
 			bad.Add(name, "must be given once")
 			return
 		}
-		n, ok := param.Int(vs[0], lo, hi)
+		n, ok := queryInt(vs[0], lo, hi)
 		if !ok {
 			bad.Add(name, problem)
 			return

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/invalid"
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/workspace"
 )
 

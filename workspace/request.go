@@ -13,7 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/aigateway/gateway/invalid"
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
 // CreateRequest is the body of POST /workspaces, decoded. Pointers tell an

@@ -39,7 +39,7 @@ import (
 	"sync/atomic"
 )
 
-// copyBufSize matches the gateway's fs backend (storage/fs), so the two
+// copyBufSize matches the gateway's fs backend (backends/storage/fs), so the two
 // make the same number of write system calls per upload.
 const copyBufSize = 256 << 10
 

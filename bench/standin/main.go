@@ -1,5 +1,5 @@
 // Command standin serves the OpenAI (or Anthropic) Files API stand-in of
-// providers/providertest as a process of its own, holding -files files, so
+// backends/providers/providertest as a process of its own, holding -files files, so
 // a load benchmark can point a real gateway at it and read the stand-in's
 // CPU time apart from the gateway's. It prints its base URL (the value for
 // providers.<name>.base_url) on the first line of stdout and serves until
@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/aigateway/gateway/providers/providertest"
+	"github.com/aigateway/gateway/backends/providers/providertest"
 )
 
 func main() {

@@ -9,11 +9,11 @@ import (
 	"io"
 	"strings"
 
+	"github.com/aigateway/gateway/cmd/gateway/app"
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/keys/seal"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/keys/seal"
 )
 
 // newFlags makes a flag set whose errors are returned, not printed.

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/configs"
 	"gopkg.in/yaml.v3"
 )
 
@@ -21,11 +21,11 @@ func testGetenv(name string) string {
 
 // testConfig is the embedded default pointed at temp dirs and the shipped
 // catalog.
-func testConfig(t *testing.T) config.Config {
+func testConfig(t *testing.T) configs.Config {
 	t.Helper()
-	c := config.Default()
+	c := configs.Default()
 	dir := t.TempDir()
-	c.Metadata = config.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
+	c.Metadata = configs.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
 	c.Storage.FS.Dir = filepath.Join(dir, "files")
 	c.Catalog.Path = "../../configs/models.yaml"
 	c.Log.Level = "warn"
@@ -33,7 +33,7 @@ func testConfig(t *testing.T) config.Config {
 }
 
 // writeConfig writes cfg as a configuration file and returns its path.
-func writeConfig(t *testing.T, cfg config.Config) string {
+func writeConfig(t *testing.T, cfg configs.Config) string {
 	t.Helper()
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

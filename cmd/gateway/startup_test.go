@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/configs"
 )
 
 // The test binary doubles as the gateway: with runMainVar set, TestMain runs
@@ -68,32 +68,32 @@ func TestServeStartupFailures(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		mutate func(t *testing.T, c *config.Config)
+		mutate func(t *testing.T, c *configs.Config)
 		want   string
 	}{
-		{"broken catalog", func(t *testing.T, c *config.Config) {
+		{"broken catalog", func(t *testing.T, c *configs.Config) {
 			path := filepath.Join(t.TempDir(), "models.yaml")
 			if err := os.WriteFile(path, []byte("models:\n  - id: nope\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			c.Catalog.Path = path
 		}, "catalog"},
-		{"missing catalog", func(t *testing.T, c *config.Config) {
+		{"missing catalog", func(t *testing.T, c *configs.Config) {
 			c.Catalog.Path = filepath.Join(t.TempDir(), "absent.yaml")
 		}, "catalog"},
-		{"unreachable postgres", func(t *testing.T, c *config.Config) {
+		{"unreachable postgres", func(t *testing.T, c *configs.Config) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
 			addr := ln.Addr().String()
 			ln.Close() // nothing listens there now
-			c.Metadata = config.Metadata{Driver: "postgres", DSN: "postgres://app@" + addr + "/gateway?sslmode=disable"}
+			c.Metadata = configs.Metadata{Driver: "postgres", DSN: "postgres://app@" + addr + "/gateway?sslmode=disable"}
 		}, "metadata store"},
-		{"taken port", func(t *testing.T, c *config.Config) {
+		{"taken port", func(t *testing.T, c *configs.Config) {
 			c.Server.Listen = taken.Addr().String()
 		}, "address already in use"},
-		{"unusable storage directory", func(t *testing.T, c *config.Config) {
+		{"unusable storage directory", func(t *testing.T, c *configs.Config) {
 			file := filepath.Join(t.TempDir(), "a-file")
 			if err := os.WriteFile(file, nil, 0o600); err != nil {
 				t.Fatal(err)

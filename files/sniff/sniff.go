@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/aigateway/gateway/invalid"
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
 // The mime types an upload may have. Nothing else is stored.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/aigateway/gateway/invalid"
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
 // ---- fixtures shared by every family ----------------------------------------

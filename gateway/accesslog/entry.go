@@ -17,7 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/aigateway/gateway/jsonobj"
+	"github.com/aigateway/gateway/internal/jsonobj"
 )
 
 // Entry is one request as the access log records it.

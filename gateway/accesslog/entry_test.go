@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// zapLine is the line the gateway's zap logger wrote for e (internal/app's
+// zapLine is the line the gateway's zap logger wrote for e (cmd/gateway/app's
 // NewLogger: the production JSON encoder, "ts" in ISO 8601).
 func zapLine(t *testing.T, e Entry) string {
 	t.Helper()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/client"
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/configs"
 )
 
 // newClient is a client of g with key, sending through the harness's
@@ -144,7 +144,7 @@ func TestClientWorkspaces(t *testing.T) {
 // succeeds, and gives up at once when the wait is longer than it may wait.
 func TestClientRetriesRateLimit(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.Limits.Rate.Default = config.Rate{Requests: 1, Per: time.Second, Burst: 1}
+	cfg.Limits.Rate.Default = configs.Rate{Requests: 1, Per: time.Second, Burst: 1}
 	g := startGateway(t, cfg)
 	key := g.newKey(t, "alice")
 	ctx := context.Background()

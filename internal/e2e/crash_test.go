@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/internal/config"
-	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/files/blob"
 	"gopkg.in/yaml.v3"
 )
 
@@ -30,7 +30,7 @@ const crashLease = 3 * time.Second
 
 // crashConfig is the embedded default on sc's database, with a lease of
 // crashLease and a workspace quota of exactly one maximal file.
-func crashConfig(t *testing.T, sc storeCase) config.Config {
+func crashConfig(t *testing.T, sc storeCase) configs.Config {
 	t.Helper()
 	cfg := fleetConfig(t)
 	sc.configure(t, &cfg)
@@ -48,7 +48,7 @@ func crashConfig(t *testing.T, sc storeCase) config.Config {
 
 // writeCrashConfig writes cfg where the processes read it (the metadata
 // may be a PostgreSQL URL, so not beside the database).
-func writeCrashConfig(t *testing.T, cfg config.Config) string {
+func writeCrashConfig(t *testing.T, cfg configs.Config) string {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("crash config: %v", err)
@@ -257,7 +257,7 @@ func (in *fileInspector) consistency(t *testing.T) consistency {
 	t.Helper()
 	ctx := context.Background()
 	var c consistency
-	objs, err := in.bucket.(storage.Lister).List(ctx, "ws/")
+	objs, err := in.bucket.(blob.Lister).List(ctx, "ws/")
 	if err != nil {
 		t.Fatalf("list bucket: %v", err)
 	}
@@ -316,7 +316,7 @@ func TestCrashBetweenStoreAndCommit(t *testing.T) {
 // whole quota usable.
 func testCrashBetweenStoreAndCommit(t *testing.T, bin, faulty string, sc storeCase) {
 	cfg := crashConfig(t, sc)
-	cfg.Sweeper = config.Sweeper{Interval: 200 * time.Millisecond, Grace: 2 * time.Second, Batch: 100}
+	cfg.Sweeper = configs.Sweeper{Interval: 200 * time.Millisecond, Grace: 2 * time.Second, Batch: 100}
 	// The grace must outlast the longest upload the limits allow: 0.5 s of
 	// idling plus 1 MiB at 1 MiB/s.
 	cfg.Server.BodyReadTimeout = 500 * time.Millisecond

@@ -25,12 +25,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/backends/providers/providertest"
+	"github.com/aigateway/gateway/cmd/gateway/app"
+	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/files/blob"
 	"github.com/aigateway/gateway/internal/testenv"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/providers/providertest"
-	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -69,7 +69,7 @@ func fileWritePartial(t *testing.T, addr, key, query string, body []byte, conten
 // failure injected next really happens mid-stream.
 func (in *fileInspector) awaitPending(t *testing.T) {
 	t.Helper()
-	pl, ok := in.bucket.(storage.PendingLister)
+	pl, ok := in.bucket.(blob.PendingLister)
 	if !ok {
 		return
 	}
@@ -525,7 +525,7 @@ func TestUploadS3PartInFlightAtFailure(t *testing.T) {
 
 	cfg := fileTestConfig(t)
 	cfg.Storage.Backend = "s3"
-	cfg.Storage.S3 = config.S3Storage{Bucket: fileNewS3Bucket(t, endpoint, access, secret), Region: "us-east-1",
+	cfg.Storage.S3 = configs.S3Storage{Bucket: fileNewS3Bucket(t, endpoint, access, secret), Region: "us-east-1",
 		Endpoint: "http://" + proxy.ln.Addr().String(), PathStyle: true}
 	e := newFileEnv(t, cfg)
 	key, _ := e.standardKey(t, "alice")

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/providers/providertest"
+	"github.com/aigateway/gateway/backends/providers/providertest"
 )
 
 func TestFileReadRoutesOnProviders(t *testing.T) {

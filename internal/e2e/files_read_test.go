@@ -15,8 +15,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aigateway/gateway/internal/config"
-	"github.com/aigateway/gateway/storage"
+	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/files/blob"
 )
 
 // readCases crosses the storage backends with the metadata stores.
@@ -24,7 +24,7 @@ func readCases() []fileStorage {
 	var out []fileStorage
 	for _, sc := range storageCases() {
 		for _, mc := range metadataStores() {
-			out = append(out, fileStorage{sc.name + "-" + mc.name, func(t *testing.T, c *config.Config) {
+			out = append(out, fileStorage{sc.name + "-" + mc.name, func(t *testing.T, c *configs.Config) {
 				sc.configure(t, c)
 				mc.configure(t, c)
 			}})
@@ -244,7 +244,7 @@ func testFileReads(t *testing.T, e *fileEnv) {
 		}
 		stored -= int64(len(contents[ids[0]]))
 		wantStored(stored)
-		if _, err := e.bucket.Stat(ctx, objKey); !errors.Is(err, storage.ErrNotFound) {
+		if _, err := e.bucket.Stat(ctx, objKey); !errors.Is(err, blob.ErrNotFound) {
 			t.Errorf("object after delete: %v, want ErrNotFound", err)
 		}
 		resp, _ = e.g.do(t, "DELETE", "/api/v1/files/"+ids[0], key, nil, nil)

@@ -38,14 +38,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aigateway/gateway/backends/providers/providertest"
+	"github.com/aigateway/gateway/backends/sqlstore"
+	"github.com/aigateway/gateway/backends/storage"
+	"github.com/aigateway/gateway/cmd/gateway/app"
+	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/files"
-	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/files/blob"
 	"github.com/aigateway/gateway/internal/testenv"
-	"github.com/aigateway/gateway/providers/providertest"
-	"github.com/aigateway/gateway/sqlstore"
-	"github.com/aigateway/gateway/storage"
-	"github.com/aigateway/gateway/storage/backend"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -74,7 +74,7 @@ const (
 // fileStorage is one native storage backend the upload suites run against.
 type fileStorage struct {
 	name      string
-	configure func(t *testing.T, c *config.Config)
+	configure func(t *testing.T, c *configs.Config)
 }
 
 // storageCases lists the fs backend always, and the S3-compatible server and
@@ -82,18 +82,18 @@ type fileStorage struct {
 // variables are missing, failed under CI=true).
 func storageCases() []fileStorage {
 	return []fileStorage{
-		{"fs", func(t *testing.T, c *config.Config) {
+		{"fs", func(t *testing.T, c *configs.Config) {
 			c.Storage.Backend = "fs"
 			c.Storage.FS.Dir = filepath.Join(t.TempDir(), "files")
 		}},
-		{"s3", func(t *testing.T, c *config.Config) {
+		{"s3", func(t *testing.T, c *configs.Config) {
 			endpoint := testenv.Require(t, testenv.S3EndpointVar)
 			fileConfigureS3(t, c, endpoint, testenv.Require(t, testenv.S3AccessKeyVar), testenv.Require(t, testenv.S3SecretKeyVar))
 		}},
-		{"gcs", func(t *testing.T, c *config.Config) {
+		{"gcs", func(t *testing.T, c *configs.Config) {
 			endpoint := testenv.Require(t, testenv.GCSEndpointVar)
 			c.Storage.Backend = "gcs"
-			c.Storage.GCS = config.GCSBucket{Bucket: fileNewGCSBucket(t, endpoint), Endpoint: endpoint}
+			c.Storage.GCS = configs.GCSBucket{Bucket: fileNewGCSBucket(t, endpoint), Endpoint: endpoint}
 		}},
 	}
 }
@@ -101,13 +101,13 @@ func storageCases() []fileStorage {
 // fileConfigureS3 points c at a fresh bucket of the S3-compatible server at
 // endpoint. Credentials go through the SDK's environment chain, as in
 // production: TestMain put the test server's there, for the whole run.
-func fileConfigureS3(t *testing.T, c *config.Config, endpoint, access, secret string) {
+func fileConfigureS3(t *testing.T, c *configs.Config, endpoint, access, secret string) {
 	t.Helper()
 	if os.Getenv("AWS_ACCESS_KEY_ID") != access || os.Getenv("AWS_SECRET_ACCESS_KEY") != secret {
 		t.Fatal("the S3 server's credentials are not the ones TestMain put in the environment")
 	}
 	c.Storage.Backend = "s3"
-	c.Storage.S3 = config.S3Storage{
+	c.Storage.S3 = configs.S3Storage{
 		Bucket: fileNewS3Bucket(t, endpoint, access, secret), Region: "us-east-1", Endpoint: endpoint, PathStyle: true,
 	}
 }
@@ -176,7 +176,7 @@ const fileTestCatalog = `models:
 // fileTestConfig is testConfig with a small catalog, and request rates and
 // in-flight caps out of the way, so that only the rule under test can
 // refuse an upload.
-func fileTestConfig(t *testing.T) config.Config {
+func fileTestConfig(t *testing.T) configs.Config {
 	t.Helper()
 	c := testConfig(t)
 	c.Catalog.Path = filepath.Join(t.TempDir(), "models.yaml")
@@ -185,8 +185,8 @@ func fileTestConfig(t *testing.T) config.Config {
 	}
 	off := false
 	c.Limits.Rate.Enabled = &off
-	c.Limits.Rate.Default = config.Rate{Requests: 1_000_000, Per: time.Minute, Burst: 100_000}
-	c.Limits.Rate.Files = config.Rate{Requests: 1_000_000, Per: time.Minute, Burst: 100_000}
+	c.Limits.Rate.Default = configs.Rate{Requests: 1_000_000, Per: time.Minute, Burst: 100_000}
+	c.Limits.Rate.Files = configs.Rate{Requests: 1_000_000, Per: time.Minute, Burst: 100_000}
 	c.Limits.UploadsInFlightPerKey = 256
 	return c
 }
@@ -196,7 +196,7 @@ func fileTestConfig(t *testing.T) config.Config {
 // a store and a plain SQL connection on the same database.
 type fileInspector struct {
 	backend string
-	bucket  storage.Bucket
+	bucket  blob.Bucket
 	store   *sqlstore.Store
 	db      *sql.DB
 	driver  string
@@ -205,11 +205,11 @@ type fileInspector struct {
 
 // openFileInspector opens the storage and database cfg names. The database
 // must already be migrated (a gateway or a CLI command has opened it).
-func openFileInspector(t *testing.T, cfg config.Config) *fileInspector {
+func openFileInspector(t *testing.T, cfg configs.Config) *fileInspector {
 	t.Helper()
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	bucket, err := backend.Open(ctx, app.StorageOptions(cfg.Storage), log)
+	bucket, err := storage.Open(ctx, app.StorageOptions(cfg.Storage), log)
 	if err != nil {
 		t.Fatalf("open bucket: %v", err)
 	}
@@ -222,7 +222,7 @@ func openFileInspector(t *testing.T, cfg config.Config) *fileInspector {
 }
 
 // openDB connects the inspector to the metadata database.
-func (in *fileInspector) openDB(t *testing.T, cfg config.Config) {
+func (in *fileInspector) openDB(t *testing.T, cfg configs.Config) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlstore.Open(ctx, cfg.Metadata.Driver, cfg.Metadata.DSN, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
@@ -252,7 +252,7 @@ type fileEnv struct {
 
 // newFileEnv starts a gateway on cfg. providers are the stand-ins whose
 // files assertNothingLeft counts.
-func newFileEnv(t *testing.T, cfg config.Config, providers ...*providertest.Server) *fileEnv {
+func newFileEnv(t *testing.T, cfg configs.Config, providers ...*providertest.Server) *fileEnv {
 	t.Helper()
 	in := openFileInspector(t, cfg)
 	g := startGateway(t, cfg)
@@ -507,7 +507,7 @@ func (e *fileEnv) readState() (fileState, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var s fileState
-	lister, ok := e.bucket.(storage.Lister)
+	lister, ok := e.bucket.(blob.Lister)
 	if !ok {
 		return s, fmt.Errorf("the %s bucket cannot list its objects", e.backend)
 	}
@@ -574,7 +574,7 @@ func (e *fileEnv) residue() []string {
 			problems = append(problems, fmt.Sprintf("stored bytes %d differ from the rows' sizes %d", stored, sizes))
 		}
 	}
-	if pl, ok := e.bucket.(storage.PendingLister); ok {
+	if pl, ok := e.bucket.(blob.PendingLister); ok {
 		pending, err := pl.PendingUploads(ctx)
 		switch {
 		case err != nil:
@@ -586,7 +586,7 @@ func (e *fileEnv) residue() []string {
 	if e.fsDir != "" {
 		// Every regular file under the root must be a listed object: a
 		// temporary file anywhere (in .tmp or not) is a leftover.
-		lister := e.bucket.(storage.Lister)
+		lister := e.bucket.(blob.Lister)
 		objs, _ := lister.List(ctx, "")
 		err := filepath.WalkDir(e.fsDir, func(p string, d iofs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
@@ -794,7 +794,7 @@ func fileDOCX(t *testing.T) []byte {
 func TestFileUploadStoresAndAnswers(t *testing.T) {
 	cases := storageCases()
 	pg := metadataStores()[1]
-	cases = append(cases, fileStorage{"fs-postgres", func(t *testing.T, c *config.Config) {
+	cases = append(cases, fileStorage{"fs-postgres", func(t *testing.T, c *configs.Config) {
 		cases[0].configure(t, c)
 		pg.configure(t, c)
 	}})
@@ -1322,18 +1322,18 @@ type fileProvider struct {
 	name string
 	key  string
 	new  func(testing.TB) *providertest.Server
-	set  func(c *config.Config, s *providertest.Server, timeout time.Duration)
+	set  func(c *configs.Config, s *providertest.Server, timeout time.Duration)
 }
 
 func fileProviders() []fileProvider {
 	return []fileProvider{
-		{"openai", providertest.OpenAIKey, providertest.NewOpenAI, func(c *config.Config, s *providertest.Server, d time.Duration) {
+		{"openai", providertest.OpenAIKey, providertest.NewOpenAI, func(c *configs.Config, s *providertest.Server, d time.Duration) {
 			c.Providers.OpenAI.BaseURL = s.BaseURL
 			if d > 0 {
 				c.Providers.OpenAI.Timeout = d
 			}
 		}},
-		{"anthropic", providertest.AnthropicKey, providertest.NewAnthropic, func(c *config.Config, s *providertest.Server, d time.Duration) {
+		{"anthropic", providertest.AnthropicKey, providertest.NewAnthropic, func(c *configs.Config, s *providertest.Server, d time.Duration) {
 			c.Providers.Anthropic.BaseURL = s.BaseURL
 			if d > 0 {
 				c.Providers.Anthropic.Timeout = d

@@ -30,10 +30,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/cmd/gateway/app"
+	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/internal/testenv"
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 const fleetModelPath = "/api/v1/model/openai/gpt-4o"
@@ -45,10 +45,10 @@ func TestFleet(t *testing.T) {
 	// whose busy keys a replica may admit from units reserved in Redis
 	// ahead (limits.CachedLimiter): both must hold for the fleet.
 	t.Run("SharedLimit", func(t *testing.T) {
-		testFleetSharedLimit(t, bin, redisURL, config.Rate{Requests: 60, Per: time.Minute, Burst: 10})
+		testFleetSharedLimit(t, bin, redisURL, configs.Rate{Requests: 60, Per: time.Minute, Burst: 10})
 	})
 	t.Run("SharedWideLimit", func(t *testing.T) {
-		testFleetSharedLimit(t, bin, redisURL, config.Rate{Requests: 600, Per: time.Minute, Burst: 200})
+		testFleetSharedLimit(t, bin, redisURL, configs.Rate{Requests: 600, Per: time.Minute, Burst: 200})
 	})
 	t.Run("RedisKilled", func(t *testing.T) { testFleetRedisKilled(t, bin) })
 	t.Run("RedisSlow", func(t *testing.T) { testFleetRedisSlow(t, bin, redisURL) })
@@ -58,7 +58,7 @@ func TestFleet(t *testing.T) {
 // processes is admitted no more than one GCRA bucket allows — burst plus
 // what refills during the run — not three buckets' worth; every denial is
 // the 429 envelope with Retry-After and the RateLimit headers.
-func testFleetSharedLimit(t *testing.T, bin, redisURL string, limit config.Rate) {
+func testFleetSharedLimit(t *testing.T, bin, redisURL string, limit configs.Rate) {
 	cfg := fleetConfig(t)
 	cfg.Redis.URL = redisURL
 	cfg.Redis.KeyPrefix = uniqueKeyPrefix()
@@ -155,7 +155,7 @@ func testFleetRedisKilled(t *testing.T, bin string) {
 	server := testenv.Require(t, testenv.RedisServerVar)
 	rd := startRedisServer(t, server)
 
-	limit := config.Rate{Requests: 20, Per: time.Second, Burst: 200}
+	limit := configs.Rate{Requests: 20, Per: time.Second, Burst: 200}
 	const timeout = 200 * time.Millisecond
 	cfg := fleetConfig(t)
 	cfg.Redis.URL = fmt.Sprintf("redis://%s/0", rd.addr)
@@ -372,7 +372,7 @@ func testFleetRedisSlow(t *testing.T, bin, redisURL string) {
 //	go tool pprof -top -cum cpu.out
 func BenchmarkLookupLimits(b *testing.B) {
 	redisURL := testenv.RedisURL(b)
-	huge := config.Rate{Requests: 1 << 30, Per: time.Second, Burst: 1 << 30}
+	huge := configs.Rate{Requests: 1 << 30, Per: time.Second, Burst: 1 << 30}
 	off := false
 	for _, mode := range []string{"off", "redis"} {
 		b.Run(mode, func(b *testing.B) {
@@ -486,13 +486,13 @@ func raceEnabled() bool {
 
 // fleetConfig is the embedded default on a fresh directory: the processes of
 // one test share its SQLite file (WAL makes that safe) and its file store.
-func fleetConfig(t testing.TB) config.Config {
+func fleetConfig(t testing.TB) configs.Config {
 	t.Helper()
 	dir := t.TempDir()
-	c := config.Default()
+	c := configs.Default()
 	c.Server.Listen = "127.0.0.1:0"
 	c.Server.ShutdownGrace = 5 * time.Second
-	c.Metadata = config.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
+	c.Metadata = configs.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
 	c.Storage.FS.Dir = filepath.Join(dir, "files")
 	catalog, err := filepath.Abs("../../configs/models.yaml")
 	if err != nil {
@@ -503,7 +503,7 @@ func fleetConfig(t testing.TB) config.Config {
 	return c
 }
 
-func writeFleetConfig(t testing.TB, cfg config.Config) string {
+func writeFleetConfig(t testing.TB, cfg configs.Config) string {
 	t.Helper()
 	return writeConfigIn(t, filepath.Dir(cfg.Metadata.DSN), cfg)
 }

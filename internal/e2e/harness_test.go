@@ -14,22 +14,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/cmd/gateway/app"
+	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/internal/testenv"
-	"github.com/aigateway/gateway/keys"
-	"github.com/aigateway/gateway/keys/seal"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/keys/seal"
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zaptest"
 	"gopkg.in/yaml.v3"
 )
 
-// testGateway is a whole gateway, wired by internal/app exactly as `serve`
+// testGateway is a whole gateway, wired by cmd/gateway/app exactly as `serve`
 // wires it, behind an httptest server.
 type testGateway struct {
 	URL        string
 	ConfigPath string
-	Config     config.Config
+	Config     configs.Config
 	rt         *app.Runtime
 	app        *app.App
 	srv        *httptest.Server
@@ -40,18 +40,18 @@ type testGateway struct {
 // storeCase is one metadata store the black-box suites run against.
 type storeCase struct {
 	name      string
-	configure func(t *testing.T, c *config.Config)
+	configure func(t *testing.T, c *configs.Config)
 }
 
 // metadataStores lists SQLite always and PostgreSQL when `make test` started
 // one (failing under CI=true when it did not).
 func metadataStores() []storeCase {
 	return []storeCase{
-		{"sqlite", func(t *testing.T, c *config.Config) {
-			c.Metadata = config.Metadata{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "gateway.db")}
+		{"sqlite", func(t *testing.T, c *configs.Config) {
+			c.Metadata = configs.Metadata{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "gateway.db")}
 		}},
-		{"postgres", func(t *testing.T, c *config.Config) {
-			c.Metadata = config.Metadata{Driver: "postgres", DSN: freshPostgresDB(t)}
+		{"postgres", func(t *testing.T, c *configs.Config) {
+			c.Metadata = configs.Metadata{Driver: "postgres", DSN: freshPostgresDB(t)}
 		}},
 	}
 }
@@ -91,11 +91,11 @@ func freshPostgresDB(t testing.TB) string {
 
 // testConfig is the embedded default pointed at temp dirs and the shipped
 // catalog.
-func testConfig(t *testing.T) config.Config {
+func testConfig(t *testing.T) configs.Config {
 	t.Helper()
-	c := config.Default()
+	c := configs.Default()
 	dir := t.TempDir()
-	c.Metadata = config.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
+	c.Metadata = configs.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
 	c.Storage.FS.Dir = filepath.Join(dir, "files")
 	c.Catalog.Path = "../../configs/models.yaml"
 	c.Log.Level = "debug"
@@ -103,7 +103,7 @@ func testConfig(t *testing.T) config.Config {
 }
 
 // startGateway wires a gateway from cfg and serves it until the test ends.
-func startGateway(t *testing.T, cfg config.Config) *testGateway {
+func startGateway(t *testing.T, cfg configs.Config) *testGateway {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("test config: %v", err)
@@ -129,7 +129,7 @@ func startGateway(t *testing.T, cfg config.Config) *testGateway {
 
 // buildApp opens the runtime and builds the gateway on cfg as `serve` does;
 // logs at warn level and above go to logs.
-func buildApp(t testing.TB, cfg config.Config, logs io.Writer) (*app.Runtime, *app.App) {
+func buildApp(t testing.TB, cfg configs.Config, logs io.Writer) (*app.Runtime, *app.App) {
 	t.Helper()
 	cfg.Log.Level = "warn"
 	rt, err := app.Open(context.Background(), cfg, app.Env{Getenv: testGetenv, Logs: logs})

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aigateway/gateway/backends/providers/providertest"
 	"github.com/aigateway/gateway/client"
-	"github.com/aigateway/gateway/providers/providertest"
 )
 
 // TestClientKeys: the Go client's key calls against the embedded default,

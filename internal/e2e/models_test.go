@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/catalog"
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/configs"
 	"gopkg.in/yaml.v3"
 )
 
@@ -65,10 +65,10 @@ func startCatalogGateway(t *testing.T, path string) *testGateway {
 // modelTestConfig is testConfig with a request rate no test here reaches:
 // these tests are about the catalog, and some send hundreds of lookups with
 // one key.
-func modelTestConfig(t *testing.T) config.Config {
+func modelTestConfig(t *testing.T) configs.Config {
 	t.Helper()
 	cfg := testConfig(t)
-	cfg.Limits.Rate.Default = config.Rate{Requests: 1_000_000, Per: time.Minute, Burst: 1_000_000}
+	cfg.Limits.Rate.Default = configs.Rate{Requests: 1_000_000, Per: time.Minute, Burst: 1_000_000}
 	return cfg
 }
 

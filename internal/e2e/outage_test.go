@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/internal/testenv"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestMetadataStoreOutage(t *testing.T) {
 	testenv.PostgresURL(t)
 	direct := fileTestConfig(t)
-	direct.Metadata = config.Metadata{Driver: "postgres", DSN: freshPostgresDB(t)}
+	direct.Metadata = configs.Metadata{Driver: "postgres", DSN: freshPostgresDB(t)}
 	dsn, err := url.Parse(direct.Metadata.DSN)
 	if err != nil {
 		t.Fatal(err)

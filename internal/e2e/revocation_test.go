@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/cmd/gateway/app"
+	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/internal/testenv"
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 	"gopkg.in/yaml.v3"
 )
 
@@ -34,15 +34,15 @@ func TestFleetRevocation(t *testing.T) {
 
 	cfg := fleetConfig(t)
 	dir := filepath.Dir(cfg.Metadata.DSN)
-	cfg.Metadata = config.Metadata{Driver: "postgres", DSN: freshPostgresDB(t)}
+	cfg.Metadata = configs.Metadata{Driver: "postgres", DSN: freshPostgresDB(t)}
 	cfg.Redis.URL = fmt.Sprintf("redis://%s/0", rd.addr)
 	cfg.Redis.KeyPrefix = uniqueKeyPrefix()
 	cfg.Redis.ReplicasHint = 3
 	cfg.Redis.Timeout = 200 * time.Millisecond
-	cfg.Limits.Rate.Default = config.Rate{Requests: 100_000, Per: time.Minute, Burst: 10_000}
+	cfg.Limits.Rate.Default = configs.Rate{Requests: 100_000, Per: time.Minute, Burst: 10_000}
 	// Refused keys keep coming from one address: that is the test, not an
 	// attack to slow down.
-	cfg.Limits.Rate.AuthFailures = config.Rate{Requests: 100_000, Per: time.Minute, Burst: 10_000}
+	cfg.Limits.Rate.AuthFailures = configs.Rate{Requests: 100_000, Per: time.Minute, Burst: 10_000}
 	path := writeConfigIn(t, dir, cfg)
 	admin := fleetManagementKey(t, path, "alice")
 	procs := startFleet(t, bin, path, 3)
@@ -94,7 +94,7 @@ func TestFleetRevocation(t *testing.T) {
 
 // writeConfigIn writes cfg as the fleet's configuration file in dir (where
 // the processes write their logs), for a fleet whose metadata is not a file.
-func writeConfigIn(t testing.TB, dir string, cfg config.Config) string {
+func writeConfigIn(t testing.TB, dir string, cfg configs.Config) string {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("fleet config: %v", err)

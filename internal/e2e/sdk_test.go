@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/internal/testenv"
 )
 
@@ -55,7 +55,7 @@ func sdkConfig(t *testing.T) *testGateway {
 	cfg.Files.Downloadable = true
 	// The three SDKs share one key, and every file route is in the files
 	// class: its default burst of 20 would throttle the walk.
-	cfg.Limits.Rate.Files = config.Rate{Requests: 600, Per: time.Minute, Burst: 100}
+	cfg.Limits.Rate.Files = configs.Rate{Requests: 600, Per: time.Minute, Burst: 100}
 	return startGateway(t, cfg)
 }
 

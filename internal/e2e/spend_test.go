@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/internal/config"
+	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/internal/testenv"
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 // TestFleetSpend: three gateway processes on PostgreSQL and Redis. Usage
@@ -29,12 +29,12 @@ func TestFleetSpend(t *testing.T) {
 
 	cfg := fleetConfig(t)
 	dir := filepath.Dir(cfg.Metadata.DSN)
-	cfg.Metadata = config.Metadata{Driver: "postgres", DSN: freshPostgresDB(t)}
+	cfg.Metadata = configs.Metadata{Driver: "postgres", DSN: freshPostgresDB(t)}
 	cfg.Redis.URL = fmt.Sprintf("redis://%s/0", rd.addr)
 	cfg.Redis.KeyPrefix = uniqueKeyPrefix()
 	cfg.Redis.ReplicasHint = 3
 	cfg.Redis.Timeout = 200 * time.Millisecond
-	cfg.Limits.Rate.Default = config.Rate{Requests: 100_000, Per: time.Minute, Burst: 10_000}
+	cfg.Limits.Rate.Default = configs.Rate{Requests: 100_000, Per: time.Minute, Burst: 10_000}
 	path := writeConfigIn(t, dir, cfg)
 	admin := fleetManagementKey(t, path, "alice")
 	service := fleetRoleKey(t, path, "alice", keys.RoleService)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aigateway/gateway/backends/sweeper"
+	"github.com/aigateway/gateway/files/blob"
 	"github.com/aigateway/gateway/internal/testenv"
-	"github.com/aigateway/gateway/storage"
-	"github.com/aigateway/gateway/sweeper"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 )
@@ -50,7 +50,7 @@ func testSweeperOnRealStorage(t *testing.T, st fileStorage, ms storeCase) {
 		t.Fatal(err)
 	}
 	orphan := "ws/" + ws + "/file-orphanedbyacrash00000"
-	if _, err := e.bucket.Upload(ctx, orphan, bytes.NewReader(fileText(fileKiB)), fileKiB, storage.UploadOptions{}); err != nil {
+	if _, err := e.bucket.Upload(ctx, orphan, bytes.NewReader(fileText(fileKiB)), fileKiB, blob.UploadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Storage.Backend == "s3" {
@@ -79,11 +79,11 @@ func testSweeperOnRealStorage(t *testing.T, st fileStorage, ms storeCase) {
 		total.Errors += r.Errors
 		_, err := e.bucket.Stat(ctx, orphan)
 		pending := 0
-		if pl, ok := e.bucket.(storage.PendingLister); ok {
+		if pl, ok := e.bucket.(blob.PendingLister); ok {
 			p, _ := pl.PendingUploads(ctx)
 			pending = len(p)
 		}
-		return errors.Is(err, storage.ErrNotFound) && pending == 0
+		return errors.Is(err, blob.ErrNotFound) && pending == 0
 	})
 	if total.Objects != 1 || total.Errors != 0 {
 		t.Errorf("passes removed %d objects with %d errors, want the orphan alone", total.Objects, total.Errors)

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/internal/config"
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/cmd/gateway/app"
+	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 // BenchmarkUploadStream: uploads of 32 MiB through the whole gateway on the
@@ -32,13 +32,13 @@ import (
 func BenchmarkUploadStream(b *testing.B) {
 	const size = 32 << 20
 	dir := b.TempDir()
-	cfg := config.Default()
-	cfg.Metadata = config.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
+	cfg := configs.Default()
+	cfg.Metadata = configs.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
 	cfg.Storage.FS.Dir = filepath.Join(dir, "files")
 	cfg.Catalog.Path = "../../configs/models.yaml"
-	cfg.Limits.Rate.Files = config.Rate{Requests: 1 << 30, Per: time.Second, Burst: 1 << 30}
+	cfg.Limits.Rate.Files = configs.Rate{Requests: 1 << 30, Per: time.Second, Burst: 1 << 30}
 	cfg.Limits.UploadsInFlightPerKey = 64
-	cfg.Limits.UploadBytes = config.ByteBudget{Bytes: 1 << 50, Per: time.Hour}
+	cfg.Limits.UploadBytes = configs.ByteBudget{Bytes: 1 << 50, Per: time.Hour}
 	cfg.Limits.WorkspaceStorageBytes = 1 << 50
 	rt, a := buildApp(b, cfg, io.Discard)
 	gw := httptest.NewServer(a.Handler())

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/internal/app"
-	"github.com/aigateway/gateway/internal/config"
-	"github.com/aigateway/gateway/keys"
+	"github.com/aigateway/gateway/cmd/gateway/app"
+	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/policy/keys"
 )
 
 // BenchmarkUsageIngest: POST /usage in batches of 1,000 through the HTTP
@@ -60,15 +60,15 @@ func BenchmarkUsageIngest(b *testing.B) {
 			name = "transfer-control"
 		}
 		b.Run(name, func(b *testing.B) {
-			cfg := config.Default()
+			cfg := configs.Default()
 			dir := b.TempDir()
-			cfg.Metadata = config.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
+			cfg.Metadata = configs.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
 			if store == "postgres" {
-				cfg.Metadata = config.Metadata{Driver: "postgres", DSN: freshPostgresDB(b)}
+				cfg.Metadata = configs.Metadata{Driver: "postgres", DSN: freshPostgresDB(b)}
 			}
 			cfg.Storage.FS.Dir = filepath.Join(dir, "files")
 			cfg.Catalog.Path = "../../configs/models.yaml"
-			cfg.Limits.Rate.Default = config.Rate{Requests: 1 << 30, Per: time.Second, Burst: 1 << 30}
+			cfg.Limits.Rate.Default = configs.Rate{Requests: 1 << 30, Per: time.Second, Burst: 1 << 30}
 			rt, a := buildApp(b, cfg, io.Discard)
 			handler := a.Handler()
 			if discard {

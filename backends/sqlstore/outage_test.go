@@ -1,0 +1,215 @@
+package sqlstore
+
+import (
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aigateway/gateway/internal/outage"
+	"github.com/aigateway/gateway/workspace"
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// TestClassify: an outage of the database becomes outage.ErrUnavailable
+// and nothing else does, so a bug is never answered "try again".
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
+		{"cannot connect now", &pgconn.PgError{Code: "57P03"}, true},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		{"too many connections", &pgconn.PgError{Code: "53300"}, true},
+		{"connection dropped", fmt.Errorf("query: %w", io.ErrUnexpectedEOF), true},
+		{"dial refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
+		{"connection closed under pgx", fmt.Errorf("begin: %w", pgconn.ErrConnClosed), true},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"syntax error", &pgconn.PgError{Code: "42601"}, false},
+		{"domain outcome", workspace.ErrNotFound, false},
+		{"plain bug", errors.New("scan: wrong type"), false},
+	}
+	s := &Store{d: postgresDialect, log: zap.NewNop()}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.err
+			s.classify(&err)
+			if got := errors.Is(err, outage.ErrUnavailable); got != tc.want {
+				t.Errorf("unavailable = %v for %v, want %v", got, tc.err, tc.want)
+			}
+			if !errors.Is(err, tc.err) {
+				t.Errorf("%v no longer wraps the driver's error", err)
+			}
+		})
+	}
+	var none error
+	s.classify(&none)
+	if none != nil {
+		t.Errorf("classify(nil) = %v", none)
+	}
+}
+
+// TestPostgresOutage cuts a real PostgreSQL server off from the store (a
+// proxy between them stops) and checks reads and writes report the outage
+// as outage.ErrUnavailable, then recover when it comes back.
+func TestPostgresOutage(t *testing.T) {
+	b := postgresBackend(t)
+	dsn := b.fresh(t)
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := startCutProxy(t, net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
+	s := b.open(t, proxiedDSN(t, dsn, proxy.addr()))
+	core, logs := observer.New(zap.InfoLevel)
+	s.log = zap.New(core)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	ws := mustWorkspace(t, s, "alice", "outage")
+
+	proxy.cut()
+	if _, err := s.WorkspaceByID(ctx, "alice", ws.ID); !errors.Is(err, outage.ErrUnavailable) {
+		t.Errorf("read during the outage: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Reserve(ctx, ws.ID, 10, 100, 60e9); !errors.Is(err, outage.ErrUnavailable) {
+		t.Errorf("reserve during the outage: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.CreateWorkspace(ctx, newWorkspace("alice", "during"), nil); !errors.Is(err, outage.ErrUnavailable) {
+		t.Errorf("create during the outage: %v, want ErrUnavailable", err)
+	}
+
+	for range 20 {
+		_, _ = s.WorkspaceByID(ctx, "alice", ws.ID)
+	}
+
+	proxy.restore()
+	if _, err := s.WorkspaceByID(ctx, "alice", ws.ID); err != nil {
+		t.Errorf("read after the outage: %v", err)
+	}
+	// The outage is logged when it begins and when it ends, not per call.
+	var lines []string
+	for _, e := range logs.All() {
+		lines = append(lines, e.Level.String()+" "+e.Message)
+	}
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "error metadata database unavailable") || lines[1] != "info metadata database reachable again" {
+		t.Errorf("outage logged as %q, want one error line and one recovery line", lines)
+	}
+}
+
+// cutProxy forwards TCP connections to target until cut, which closes every
+// connection and refuses new ones until restore.
+type cutProxy struct {
+	t      *testing.T
+	target string
+	ln     net.Listener
+	mu     sync.Mutex
+	down   bool
+	conns  []net.Conn
+}
+
+func startCutProxy(t *testing.T, target string) *cutProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{t: t, target: target, ln: ln}
+	t.Cleanup(func() { _ = ln.Close(); p.cut() })
+	go p.accept()
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			_ = c.Close()
+			continue
+		}
+		u, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, u)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(u, c); _ = u.Close() }()
+		go func() { _, _ = io.Copy(c, u); _ = c.Close() }()
+	}
+}
+
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *cutProxy) restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
+}
+
+// proxiedDSN is dsn with its host and port replaced by addr.
+func proxiedDSN(t *testing.T, dsn, addr string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = addr
+	return u.String()
+}
+
+// TestEveryMethodClassifies: every exported method of the Store defers
+// classify, so a method added later cannot answer an outage with a 500.
+func TestEveryMethodClassifies(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exempt := map[string]bool{"Ping": true, "Close": true} // Ping wraps for readiness; Close has no caller to answer
+	for _, f := range pkgs["sqlstore"].Files {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || !fn.Name.IsExported() || exempt[fn.Name.Name] {
+				continue
+			}
+			if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); !ok || star.X.(*ast.Ident).Name != "Store" {
+				continue
+			}
+			first, ok := fn.Body.List[0].(*ast.DeferStmt)
+			if !ok {
+				t.Errorf("%s: Store.%s does not begin with defer s.classify(&err)", fset.Position(fn.Pos()), fn.Name.Name)
+				continue
+			}
+			if sel, ok := first.Call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "classify" {
+				t.Errorf("%s: Store.%s does not begin with defer s.classify(&err)", fset.Position(fn.Pos()), fn.Name.Name)
+			}
+		}
+	}
+}

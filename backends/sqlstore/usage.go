@@ -1,0 +1,553 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/aigateway/gateway/internal/jsonobj"
+	"github.com/aigateway/gateway/internal/money"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/spend"
+	"github.com/aigateway/gateway/workspace"
+)
+
+var _ spend.Store = (*Store)(nil)
+
+// KeysOf returns, of ids, the keys of userID with their workspace ("" for
+// none).
+func (s *Store) KeysOf(ctx context.Context, userID string, ids []string) (_ map[string]string, err error) {
+	defer s.classify(&err)
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	out := make(map[string]string, len(ids))
+	for start := 0; start < len(ids); start += renewBatch {
+		batch := ids[start:min(start+renewBatch, len(ids))]
+		args := []any{userID}
+		marks := make([]string, len(batch))
+		for i, id := range batch {
+			args = append(args, id)
+			marks[i] = fmt.Sprintf("$%d", i+2)
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT id, workspace_id FROM api_keys
+			WHERE user_id = $1 AND id IN (`+strings.Join(marks, ", ")+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: keys of user: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			var ws sql.NullString
+			if err := rows.Scan(&id, &ws); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlstore: keys of user: %w", err)
+			}
+			out[id] = canonicalOr(ws.String)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: keys of user: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// canonicalOr is a stored workspace id in canonical form ("" stays "").
+func canonicalOr(id string) string {
+	if c, ok := canonicalUUID(id); ok {
+		return c
+	}
+	return id
+}
+
+// RecordUsage stores the reports not stored before and adds those to the
+// daily sums, in one transaction: one insert that skips the ids already
+// there (ON CONFLICT DO NOTHING, so a report a replica is storing at the
+// same moment waits for it and is then skipped) and returns the new ones,
+// then one multi-row upsert of the sums. Rows go in sorted order so
+// concurrent batches lock in the same order and cannot deadlock.
+//
+// The reports travel as one JSON argument that the database unpacks
+// (appendReportRows), not as eight parameters a row: a batch of 1,000 as
+// 8,000 boxed arguments, converted twice on the way to the driver, was
+// most of the garbage of an ingest, and its collection slowed the lookups
+// sharing the process.
+func (s *Store) RecordUsage(ctx context.Context, batch spend.Batch) (accepted int, err error) {
+	defer s.classify(&err)
+	if len(batch.Reports) == 0 {
+		return 0, nil
+	}
+	sorted := make([]*spend.Report, len(batch.Reports))
+	for i := range batch.Reports {
+		sorted[i] = &batch.Reports[i]
+	}
+	slices.SortFunc(sorted, func(a, b *spend.Report) int { return strings.Compare(a.ID, b.ID) })
+	bp := reportBuffers.Get().(*[]byte)
+	defer reportBuffers.Put(bp)
+	rows, err := s.appendReportRows((*bp)[:0], batch, sorted)
+	*bp = rows
+	if err != nil {
+		return 0, err
+	}
+	received := s.d.ts(micro(s.now()))
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.QueryContext(ctx, `INSERT INTO usage_reports
+			(user_id, id, key_id, workspace_id, cost, byok, at, received_at) `+s.d.reportRows+`
+			ON CONFLICT (user_id, id) DO NOTHING RETURNING id`, received, rows)
+		if err != nil {
+			return fmt.Errorf("sqlstore: record usage: %w", err)
+		}
+		fresh := make([]*spend.Report, 0, len(sorted))
+		var id sql.RawBytes // read in place: only looked up
+		for res.Next() {
+			if err := res.Scan(&id); err != nil {
+				res.Close()
+				return fmt.Errorf("sqlstore: record usage: %w", err)
+			}
+			i, found := slices.BinarySearchFunc(sorted, 0, func(r *spend.Report, _ int) int {
+				return compareRaw(r.ID, id)
+			})
+			if !found {
+				res.Close()
+				return fmt.Errorf("sqlstore: record usage: the database returned a report not sent")
+			}
+			fresh = append(fresh, sorted[i])
+		}
+		err = res.Err()
+		res.Close()
+		if err != nil {
+			return fmt.Errorf("sqlstore: record usage: %w", err)
+		}
+		accepted = len(fresh)
+		return s.addToDays(ctx, tx, batch.Workspaces, fresh)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return accepted, nil
+}
+
+// compareRaw is strings.Compare(s, string(b)) without copying b: the
+// compiler converts in place for the comparison operators.
+func compareRaw(s string, b []byte) int {
+	switch {
+	case s < string(b):
+		return -1
+	case s > string(b):
+		return 1
+	}
+	return 0
+}
+
+// reportBuffers recycles the buffers appendReportRows writes into: the
+// argument is handed to the driver as bytes (each copies it into its own
+// buffer), so a batch leaves no copy of itself behind.
+var reportBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// appendReportRows appends reports, of batch, as the JSON array
+// dialect.reportRows reads: [user_id, id, key_id, workspace_id or null,
+// cost, byok, at] per report, in order. Identifiers must be valid UTF-8, as
+// PostgreSQL's TEXT requires; report ids are printable ASCII by then.
+func (s *Store) appendReportRows(b []byte, batch spend.Batch, reports []*spend.Report) ([]byte, error) {
+	if !utf8.ValidString(batch.UserID) {
+		return b, invalidf("usage reports of user %q: identifiers must be UTF-8", batch.UserID)
+	}
+	b = append(b, '[')
+	for i, r := range reports {
+		ws := batch.Workspaces[r.KeyID]
+		if !utf8.ValidString(r.ID) || !utf8.ValidString(r.KeyID) || !utf8.ValidString(ws) {
+			return b, invalidf("usage report %q: identifiers must be UTF-8", r.ID)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = jsonobj.AppendString(b, batch.UserID)
+		b = append(b, ',')
+		b = jsonobj.AppendString(b, r.ID)
+		b = append(b, ',')
+		b = jsonobj.AppendString(b, r.KeyID)
+		b = append(b, ',')
+		if ws == "" {
+			b = append(b, "null"...)
+		} else {
+			b = jsonobj.AppendString(b, ws)
+		}
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(r.Cost), 10)
+		b = append(b, ',')
+		b = strconv.AppendBool(b, r.BYOK)
+		b = append(b, ',')
+		b = s.d.appendTS(b, micro(r.At))
+		b = append(b, ']')
+	}
+	return append(b, ']'), nil
+}
+
+// usageRows bounds the rows of one multi-row statement of sums: a whole
+// batch of reports at once (5,000 parameters, under both databases'
+// limits).
+func (s *Store) usageRows() int { return 1000 }
+
+type dayKey struct {
+	key string
+	day int64
+}
+
+type daySum struct {
+	workspace  string
+	cost, byok money.Micros
+}
+
+// addToDays adds reports to usage_days; workspaces maps their keys to
+// their workspaces.
+func (s *Store) addToDays(ctx context.Context, tx *sql.Tx, workspaces map[string]string, reports []*spend.Report) error {
+	sums := map[dayKey]*daySum{}
+	for _, r := range reports {
+		k := dayKey{r.KeyID, spend.Day(r.At)}
+		d := sums[k]
+		if d == nil {
+			d = &daySum{workspace: workspaces[r.KeyID]}
+			sums[k] = d
+		}
+		var ok bool
+		if d.cost, ok = d.cost.Add(r.Cost); !ok {
+			return errUsageOverflow()
+		}
+		if r.BYOK {
+			d.byok, _ = d.byok.Add(r.Cost)
+		}
+	}
+	order := make([]dayKey, 0, len(sums))
+	for k := range sums {
+		order = append(order, k)
+	}
+	slices.SortFunc(order, func(a, b dayKey) int {
+		if c := cmpStrings(a.key, b.key); c != 0 {
+			return c
+		}
+		return int(a.day - b.day)
+	})
+	for start := 0; start < len(order); start += s.usageRows() {
+		batch := order[start:min(start+s.usageRows(), len(order))]
+		args := make([]any, 0, len(batch)*5)
+		for _, k := range batch {
+			d := sums[k]
+			args = append(args, k.key, k.day, nullString(d.workspace), int64(d.cost), int64(d.byok))
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO usage_days (key_id, day, workspace_id, cost, byok_cost)
+			VALUES `+s.d.valueRows(len(batch), 5)+`
+			ON CONFLICT (key_id, day) DO UPDATE SET cost = usage_days.cost + excluded.cost,
+				byok_cost = usage_days.byok_cost + excluded.byok_cost`, args...); err != nil {
+			if s.d.violation(err) == violationOutOfRange {
+				return errUsageOverflow()
+			}
+			return fmt.Errorf("sqlstore: add usage: %w", err)
+		}
+	}
+	return nil
+}
+
+// errUsageOverflow refuses a batch that would carry a key's daily sum
+// past what it holds: the caller's mistake (spend.MaxCost makes it take
+// millions of reports), answered as a batch refused, not a fault.
+func errUsageOverflow() error {
+	return &spend.InvalidError{Field: "reports", Problem: "would carry a key's usage past the largest sum kept"}
+}
+
+func cmpStrings(a, b string) int { return strings.Compare(a, b) }
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// usageSums selects the eight sums of spend.Usage over usage_days rows u,
+// for the windows starting at days $1 (daily), $2 (weekly), $3 (monthly).
+const usageSums = `CAST(COALESCE(SUM(u.cost), 0) AS BIGINT),
+	CAST(COALESCE(SUM(CASE WHEN u.day >= $1 THEN u.cost ELSE 0 END), 0) AS BIGINT),
+	CAST(COALESCE(SUM(CASE WHEN u.day >= $2 THEN u.cost ELSE 0 END), 0) AS BIGINT),
+	CAST(COALESCE(SUM(CASE WHEN u.day >= $3 THEN u.cost ELSE 0 END), 0) AS BIGINT),
+	CAST(COALESCE(SUM(u.byok_cost), 0) AS BIGINT),
+	CAST(COALESCE(SUM(CASE WHEN u.day >= $1 THEN u.byok_cost ELSE 0 END), 0) AS BIGINT),
+	CAST(COALESCE(SUM(CASE WHEN u.day >= $2 THEN u.byok_cost ELSE 0 END), 0) AS BIGINT),
+	CAST(COALESCE(SUM(CASE WHEN u.day >= $3 THEN u.byok_cost ELSE 0 END), 0) AS BIGINT)`
+
+func usageCols(u *spend.Usage) []any {
+	return []any{(*int64)(&u.Total), (*int64)(&u.Daily), (*int64)(&u.Weekly), (*int64)(&u.Monthly),
+		(*int64)(&u.BYOKTotal), (*int64)(&u.BYOKDaily), (*int64)(&u.BYOKWeekly), (*int64)(&u.BYOKMonthly)}
+}
+
+func windowArgs(w spend.Windows) []any { return []any{w.Daily, w.Weekly, w.Monthly} }
+
+// KeyUsage sums the usage of each key in ids.
+func (s *Store) KeyUsage(ctx context.Context, ids []string, w spend.Windows) (_ map[string]spend.Usage, err error) {
+	defer s.classify(&err)
+	out := make(map[string]spend.Usage, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := windowArgs(w)
+	marks := make([]string, len(ids))
+	for i, id := range ids {
+		args = append(args, id)
+		marks[i] = fmt.Sprintf("$%d", i+4)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT u.key_id, `+usageSums+` FROM usage_days u
+		WHERE u.key_id IN (`+strings.Join(marks, ", ")+`) GROUP BY u.key_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: key usage: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var u spend.Usage
+		if err := rows.Scan(append([]any{&id}, usageCols(&u)...)...); err != nil {
+			return nil, fmt.Errorf("sqlstore: key usage: %w", err)
+		}
+		out[id] = u
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: key usage: %w", err)
+	}
+	return out, nil
+}
+
+// DailyUsage sums scope's usage per day from first to last, in one
+// grouped query on usage_days: by its primary key (key_id, day) for one
+// key, by usage_days_workspace for a workspace, both for a user (the days of
+// its workspaces, which keep the rows of its deleted keys, and of the keys
+// it holds outside any workspace).
+func (s *Store) DailyUsage(ctx context.Context, scope spend.DailyScope, first, last int64) (_ []spend.DaySum, err error) {
+	defer s.classify(&err)
+	var (
+		where string
+		arg   any
+	)
+	switch {
+	case scope.KeyID != "":
+		where, arg = `u.key_id = $3`, scope.KeyID
+	case scope.WorkspaceID != "":
+		ws, ok := canonicalUUID(scope.WorkspaceID)
+		if !ok {
+			return nil, nil
+		}
+		where, arg = `u.workspace_id = $3`, ws
+	default:
+		where, arg = `(u.workspace_id IN (SELECT id FROM workspaces WHERE created_by = $3)
+			OR u.key_id IN (SELECT id FROM api_keys WHERE user_id = $3))`, scope.UserID
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT u.day, CAST(SUM(u.cost) AS BIGINT), CAST(SUM(u.byok_cost) AS BIGINT)
+		FROM usage_days u WHERE u.day >= $1 AND u.day <= $2 AND `+where+`
+		GROUP BY u.day ORDER BY u.day`, first, last, arg)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: daily usage: %w", err)
+	}
+	defer rows.Close()
+	var out []spend.DaySum
+	for rows.Next() {
+		var d spend.DaySum
+		if err := rows.Scan(&d.Day, (*int64)(&d.Cost), (*int64)(&d.BYOK)); err != nil {
+			return nil, fmt.Errorf("sqlstore: daily usage: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: daily usage: %w", err)
+	}
+	return out, nil
+}
+
+// Standings returns every key with a limit and every budget with their
+// usage: two grouped queries, whatever the request rate.
+func (s *Store) Standings(ctx context.Context, w spend.Windows) (_ []spend.KeyStanding, _ []spend.BudgetStanding, err error) {
+	defer s.classify(&err)
+	rows, err := s.r.QueryContext(ctx, `SELECT k.id, k.limit_usd, k.limit_reset, k.include_byok_in_limit, `+usageSums+`
+		FROM api_keys k LEFT JOIN usage_days u ON u.key_id = k.id
+		WHERE k.limit_usd IS NOT NULL
+		GROUP BY k.id, k.limit_usd, k.limit_reset, k.include_byok_in_limit`, windowArgs(w)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlstore: key standings: %w", err)
+	}
+	var ks []spend.KeyStanding
+	for rows.Next() {
+		var (
+			k     spend.KeyStanding
+			limit *money.Micros
+			reset sql.NullString
+		)
+		if err := rows.Scan(append([]any{&k.KeyID, microsCol{&limit}, &reset, &k.IncludeBYOK}, usageCols(&k.Usage)...)...); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("sqlstore: key standings: %w", err)
+		}
+		k.Limit, k.Reset = *limit, keys.Reset(reset.String)
+		ks = append(ks, k)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlstore: key standings: %w", err)
+	}
+
+	rows, err = s.r.QueryContext(ctx, `SELECT b.workspace_id, b.reset_interval, b.id, b.limit_micros, b.created_at,
+		b.updated_at, w.include_byok_in_budgets, `+usageSums+`
+		FROM workspace_budgets b JOIN workspaces w ON w.id = b.workspace_id
+		LEFT JOIN usage_days u ON u.workspace_id = b.workspace_id
+		GROUP BY b.workspace_id, b.reset_interval, b.id, b.limit_micros, b.created_at, b.updated_at, w.include_byok_in_budgets`,
+		windowArgs(w)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlstore: budget standings: %w", err)
+	}
+	defer rows.Close()
+	var bs []spend.BudgetStanding
+	for rows.Next() {
+		var b spend.BudgetStanding
+		if err := rows.Scan(append(budgetCols(&b.Budget), append([]any{&b.IncludeBYOK}, usageCols(&b.Usage)...)...)...); err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: budget standings: %w", err)
+		}
+		b.WorkspaceID = canonicalOr(b.WorkspaceID)
+		bs = append(bs, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("sqlstore: budget standings: %w", err)
+	}
+	return ks, bs, nil
+}
+
+func budgetCols(b *spend.Budget) []any {
+	return []any{&b.WorkspaceID, (*string)(&b.Interval), &b.ID, (*int64)(&b.Limit), timeCol{&b.CreatedAt}, timeCol{&b.UpdatedAt}}
+}
+
+const budgetColumns = `workspace_id, reset_interval, id, limit_micros, created_at, updated_at`
+
+// Budgets returns workspaceID's budgets and its include_byok_in_budgets;
+// workspace.ErrNotFound for no such workspace.
+func (s *Store) Budgets(ctx context.Context, workspaceID string) (_ []spend.Budget, _ bool, err error) {
+	defer s.classify(&err)
+	ws, ok := canonicalUUID(workspaceID)
+	if !ok {
+		return nil, false, workspace.ErrNotFound
+	}
+	var byok bool
+	err = s.r.QueryRowContext(ctx, `SELECT include_byok_in_budgets FROM workspaces WHERE id = $1`, ws).Scan(&byok)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, workspace.ErrNotFound
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlstore: budgets: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+budgetColumns+` FROM workspace_budgets WHERE workspace_id = $1`, ws)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlstore: budgets: %w", err)
+	}
+	defer rows.Close()
+	var out []spend.Budget
+	for rows.Next() {
+		var b spend.Budget
+		if err := rows.Scan(budgetCols(&b)...); err != nil {
+			return nil, false, fmt.Errorf("sqlstore: budgets: %w", err)
+		}
+		b.WorkspaceID, b.ID = canonicalOr(b.WorkspaceID), canonicalOr(b.ID)
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("sqlstore: budgets: %w", err)
+	}
+	return out, byok, nil
+}
+
+// PutBudget creates or replaces b's interval budget under the workspace's
+// row lock, after check accepts it beside the others.
+func (s *Store) PutBudget(ctx context.Context, b spend.Budget, includeBYOK *bool, check func(map[spend.Interval]money.Micros) error) (_ spend.Budget, created bool, err error) {
+	defer s.classify(&err)
+	ws, ok := canonicalUUID(b.WorkspaceID)
+	if !ok || !b.Interval.Valid() {
+		return spend.Budget{}, false, workspace.ErrNotFound
+	}
+	var stored spend.Budget
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1`+s.d.forUpdate, ws).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return workspace.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: put budget: %w", err)
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+budgetColumns+` FROM workspace_budgets WHERE workspace_id = $1`, ws)
+		if err != nil {
+			return fmt.Errorf("sqlstore: put budget: %w", err)
+		}
+		set := map[spend.Interval]money.Micros{}
+		var prior *spend.Budget
+		for rows.Next() {
+			var o spend.Budget
+			if err := rows.Scan(budgetCols(&o)...); err != nil {
+				rows.Close()
+				return fmt.Errorf("sqlstore: put budget: %w", err)
+			}
+			if o.Interval == b.Interval {
+				prior = &o
+				continue
+			}
+			set[o.Interval] = o.Limit
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("sqlstore: put budget: %w", err)
+		}
+		if err := check(set); err != nil {
+			return err
+		}
+		stored = b
+		stored.WorkspaceID = ws
+		if prior != nil {
+			stored.ID, stored.CreatedAt = canonicalOr(prior.ID), prior.CreatedAt
+			_, err = tx.ExecContext(ctx, `UPDATE workspace_budgets SET limit_micros = $3, updated_at = $4
+				WHERE workspace_id = $1 AND reset_interval = $2`, ws, string(b.Interval), int64(b.Limit), s.d.ts(micro(b.UpdatedAt)))
+		} else {
+			created = true
+			_, err = tx.ExecContext(ctx, `INSERT INTO workspace_budgets (`+budgetColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+				ws, string(b.Interval), b.ID, int64(b.Limit), s.d.ts(micro(b.CreatedAt)), s.d.ts(micro(b.UpdatedAt)))
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: put budget: %w", err)
+		}
+		if includeBYOK != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE workspaces SET include_byok_in_budgets = $2, updated_at = $3
+				WHERE id = $1 AND include_byok_in_budgets <> $2`, ws, *includeBYOK, s.d.ts(micro(b.UpdatedAt))); err != nil {
+				return fmt.Errorf("sqlstore: put budget: %w", err)
+			}
+		}
+		return nil
+	})
+	return stored, created, err
+}
+
+// DeleteBudget removes workspaceID's budget of iv, or spend.ErrNoBudget.
+func (s *Store) DeleteBudget(ctx context.Context, workspaceID string, iv spend.Interval) (err error) {
+	defer s.classify(&err)
+	ws, ok := canonicalUUID(workspaceID)
+	if !ok {
+		return spend.ErrNoBudget
+	}
+	res, err := s.w.ExecContext(ctx, `DELETE FROM workspace_budgets WHERE workspace_id = $1 AND reset_interval = $2`, ws, string(iv))
+	if err != nil {
+		return fmt.Errorf("sqlstore: delete budget: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return fmt.Errorf("sqlstore: delete budget: %w", err)
+		}
+		return spend.ErrNoBudget
+	}
+	return nil
+}

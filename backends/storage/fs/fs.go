@@ -1,0 +1,513 @@
+// Package fs is the local-directory Bucket: every object is a file under one
+// root directory that the code cannot escape.
+//
+// Durability and atomicity come from the classic sequence: write to a
+// temporary file inside the root (.tmp/), fsync it, rename it into place,
+// fsync the directories. A reader therefore sees the old object or the
+// whole new one, never a partial file, and a crash leaves at worst a stale
+// temporary file, which New removes once it is old enough.
+package fs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aigateway/gateway/files/blob"
+	"go.uber.org/zap"
+)
+
+const (
+	// tmpDir holds uploads in progress. ValidateKey refuses segments
+	// starting with ".", so no key can name it.
+	tmpDir = ".tmp"
+	// staleTempAge is how old (by modification time) a temporary file must
+	// be before New deletes it as the leftover of a crashed process. A live
+	// upload writes continuously, so its file is always recent.
+	staleTempAge = time.Hour
+	dirPerm      = 0o750
+	filePerm     = 0o640
+	copyBufSize  = 256 << 10
+)
+
+// Config configures a Bucket.
+type Config struct {
+	// Dir is the root directory; it is created (0750) when missing.
+	Dir string
+}
+
+// Bucket stores objects as files under Config.Dir. It is safe for
+// concurrent use; concurrent uploads of one key each write their own
+// temporary file and the last rename wins.
+type Bucket struct {
+	root *os.Root
+	dir  string // what root was opened from, to tell when it is gone
+	log  *zap.Logger
+}
+
+var (
+	_ blob.Bucket        = (*Bucket)(nil)
+	_ blob.Lister        = (*Bucket)(nil)
+	_ blob.PendingLister = (*Bucket)(nil)
+	_ blob.Checker       = (*Bucket)(nil)
+)
+
+// New opens (creating if needed) the directory cfg.Dir and removes
+// temporary files left there by a crashed process.
+func New(cfg Config, log *zap.Logger) (*Bucket, error) {
+	if cfg.Dir == "" {
+		return nil, &blob.ConfigError{Field: "fs.dir", Problem: "must be set"}
+	}
+	if err := os.MkdirAll(cfg.Dir, dirPerm); err != nil {
+		return nil, fmt.Errorf("fs: create %s: %w", cfg.Dir, classify(err))
+	}
+	root, err := os.OpenRoot(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("fs: open %s: %w", cfg.Dir, classify(err))
+	}
+	if err := root.Mkdir(tmpDir, dirPerm); err != nil && !errors.Is(err, iofs.ErrExist) {
+		root.Close()
+		return nil, fmt.Errorf("fs: create %s: %w", tmpDir, classify(err))
+	}
+	b := &Bucket{root: root, dir: cfg.Dir, log: log}
+	b.removeStaleTemps(time.Now().Add(-staleTempAge))
+	return b, nil
+}
+
+func (b *Bucket) removeStaleTemps(before time.Time) {
+	entries, err := iofs.ReadDir(b.root.FS(), tmpDir)
+	if err != nil {
+		b.log.Warn("fs: cannot list temporary files", zap.Error(err))
+		return
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(before) {
+			continue
+		}
+		name := path.Join(tmpDir, e.Name())
+		if err := b.root.RemoveAll(name); err != nil {
+			b.log.Warn("fs: cannot remove stale temporary file", zap.String("file", name), zap.Error(err))
+			continue
+		}
+		b.log.Info("fs: removed stale temporary file", zap.String("file", name))
+	}
+}
+
+var copyBufs = sync.Pool{New: func() any { return new([copyBufSize]byte) }}
+
+// Upload implements blob.Bucket. The object is visible only after its
+// bytes and its directory entry are fsynced.
+func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, size int64, opts blob.UploadOptions) (blob.Object, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return blob.Object{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return blob.Object{}, fmt.Errorf("fs: upload %s: %w", key, err)
+	}
+	body := blob.NewBody(r, size)
+	fail := func(err error) (blob.Object, error) {
+		return blob.Object{}, fmt.Errorf("fs: upload %s: %w", key, body.Cause(ctx, err))
+	}
+
+	dir := path.Dir(key)
+	if dir != "." {
+		if err := b.root.MkdirAll(dir, dirPerm); err != nil {
+			return fail(b.rootOr(classifyWrite(err)))
+		}
+	}
+	tmp, f, err := b.createTemp()
+	if err != nil {
+		return fail(b.rootOr(classifyWrite(err)))
+	}
+	committed := false
+	defer func() {
+		if committed {
+			return
+		}
+		f.Close() // already closed on most paths; the error is irrelevant here
+		if err := b.root.Remove(tmp); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			b.log.Error("fs: cannot remove temporary file of a failed upload", zap.String("file", tmp), zap.Error(err))
+		}
+	}()
+
+	n, err := copyBody(ctx, f, body)
+	if err != nil {
+		return fail(classifyWrite(err))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(classifyWrite(err))
+	}
+	if err := f.Close(); err != nil {
+		return fail(classifyWrite(err))
+	}
+	// Last chance to honour a cancellation: after the rename the object is
+	// visible.
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	if err := b.root.Rename(tmp, key); err != nil {
+		return fail(classifyWrite(err))
+	}
+	committed = true
+	if err := b.syncDirs(dir); err != nil {
+		// The object is in place but its name may not survive a crash. The
+		// caller will record no metadata for it, so remove it rather than
+		// leave an orphan.
+		if rerr := b.root.Remove(key); rerr != nil {
+			b.log.Error("fs: cannot remove object after a failed directory sync", zap.String("key", key), zap.Error(rerr))
+		}
+		return fail(classifyWrite(err))
+	}
+	return blob.Object{Key: key, Size: n, ContentType: "", Modified: time.Now()}, nil
+}
+
+func (b *Bucket) createTemp() (string, *os.File, error) {
+	var rnd [16]byte
+	for range 3 {
+		rand.Read(rnd[:])
+		name := path.Join(tmpDir, hex.EncodeToString(rnd[:])+".part")
+		f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+		if errors.Is(err, iofs.ErrExist) {
+			continue
+		}
+		return name, f, err
+	}
+	return "", nil, errors.New("fs: cannot create a unique temporary file")
+}
+
+// copyBody copies body to f in large writes, checking ctx between reads.
+// Multipart readers hand out a few KiB per Read, so filling a buffer first
+// saves most write system calls.
+func copyBody(ctx context.Context, f *os.File, body *blob.Body) (int64, error) {
+	buf := copyBufs.Get().(*[copyBufSize]byte)
+	defer copyBufs.Put(buf)
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		n, rerr := body.Fill(buf[:])
+		if n > 0 {
+			w, werr := f.Write(buf[:n])
+			total += int64(w)
+			if werr != nil {
+				return total, werr
+			}
+		}
+		switch {
+		case rerr == io.EOF:
+			return total, nil
+		case rerr != nil:
+			return total, rerr
+		}
+	}
+}
+
+// syncDirs fsyncs dir and every parent up to the root, so that directories
+// just created by MkdirAll are durable along with the renamed entry.
+func (b *Bucket) syncDirs(dir string) error {
+	for {
+		d, err := b.root.Open(dir)
+		if err != nil {
+			return err
+		}
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return err
+		}
+		if dir == "." {
+			return nil
+		}
+		dir = path.Dir(dir)
+	}
+}
+
+// Open implements blob.Bucket. The returned *os.File reads a complete
+// object even if the key is overwritten or deleted meanwhile.
+func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("fs: open %s: %w", key, err)
+	}
+	f, err := b.root.Open(key)
+	if err != nil {
+		return nil, fmt.Errorf("fs: open %s: %w", key, b.rootOr(classify(err)))
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fs: open %s: %w", key, classify(err))
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("fs: open %s: %w", key, blob.ErrNotFound)
+	}
+	return f, nil
+}
+
+// OpenRange implements blob.RangeOpener: a seek, then a bounded read of
+// the same open file.
+func (b *Bucket) OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	if offset < 0 || length < 1 {
+		return nil, fmt.Errorf("fs: open %s: invalid range %d+%d", key, offset, length)
+	}
+	rc, err := b.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	f := rc.(*os.File)
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fs: open %s: %w", key, classify(err))
+	}
+	return &rangeReader{LimitedReader: &io.LimitedReader{R: f, N: length}, f: f}, nil
+}
+
+// rangeReader reads a range of an open file. Unwrap hands the limited
+// *os.File to a copier that can send it with sendfile(2) (net/http does
+// for an *io.LimitedReader of an *os.File).
+type rangeReader struct {
+	*io.LimitedReader
+	f *os.File
+}
+
+func (r *rangeReader) Close() error      { return r.f.Close() }
+func (r *rangeReader) Unwrap() io.Reader { return r.LimitedReader }
+
+// Stat implements blob.Bucket.
+func (b *Bucket) Stat(ctx context.Context, key string) (blob.Object, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return blob.Object{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return blob.Object{}, fmt.Errorf("fs: stat %s: %w", key, err)
+	}
+	info, err := b.root.Stat(key)
+	if err != nil {
+		return blob.Object{}, fmt.Errorf("fs: stat %s: %w", key, b.rootOr(classify(err)))
+	}
+	if !info.Mode().IsRegular() {
+		return blob.Object{}, fmt.Errorf("fs: stat %s: %w", key, blob.ErrNotFound)
+	}
+	return blob.Object{Key: key, Size: info.Size(), Modified: info.ModTime()}, nil
+}
+
+// Delete implements blob.Bucket. Emptied parent directories are kept:
+// removing them would race with uploads creating files in them.
+func (b *Bucket) Delete(ctx context.Context, key string) error {
+	if err := blob.ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("fs: delete %s: %w", key, err)
+	}
+	info, err := b.root.Lstat(key)
+	if err != nil {
+		if err := b.rootOr(classify(err)); !errors.Is(err, blob.ErrNotFound) {
+			return fmt.Errorf("fs: delete %s: %w", key, err)
+		}
+		return nil // deleting what is not there succeeds
+	}
+	if info.IsDir() {
+		return nil // a key prefix, not an object
+	}
+	if err := b.root.Remove(key); err != nil {
+		if err := classify(err); errors.Is(err, blob.ErrNotFound) {
+			return nil
+		}
+		return fmt.Errorf("fs: delete %s: %w", key, classify(err))
+	}
+	return nil
+}
+
+// List implements blob.Lister.
+func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	err := iofs.WalkDir(b.root.FS(), ".", func(name string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name == tmpDir {
+				return iofs.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && strings.HasPrefix(name, prefix) {
+			keys = append(keys, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fs: list %q: %w", prefix, classify(err))
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// ListAfter implements blob.PageLister. The walk is local, so it
+// lists and then pages.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	keys, err := b.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	i, found := slices.BinarySearch(keys, after)
+	if found {
+		i++
+	}
+	return slices.Clone(keys[i:min(i+limit, len(keys))]), nil
+}
+
+// PendingUploads implements blob.PendingLister: the temporary files of
+// uploads in progress (or left by a crash).
+func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
+	entries, err := iofs.ReadDir(b.root.FS(), tmpDir)
+	if err != nil {
+		return nil, fmt.Errorf("fs: list %s: %w", tmpDir, classify(err))
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, path.Join(tmpDir, e.Name()))
+	}
+	return out, nil
+}
+
+// AbortPending implements blob.PendingSweeper: the temporary files
+// last written before before (a live upload writes its own all along).
+func (b *Bucket) AbortPending(ctx context.Context, before time.Time, limit int) (int, error) {
+	entries, err := iofs.ReadDir(b.root.FS(), tmpDir)
+	if err != nil {
+		return 0, fmt.Errorf("fs: list %s: %w", tmpDir, classify(err))
+	}
+	removed := 0
+	for _, e := range entries {
+		if removed >= limit {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(before) {
+			continue // gone meanwhile, or still being written
+		}
+		if err := b.root.RemoveAll(path.Join(tmpDir, e.Name())); err != nil {
+			return removed, fmt.Errorf("fs: remove %s: %w", e.Name(), classify(err))
+		}
+		removed++
+	}
+	return removed, nil
+}
+
+// Check implements blob.Checker: the root and its temporary directory
+// are still there.
+func (b *Bucket) Check(ctx context.Context) error {
+	if err := b.rootMoved(blob.ErrNotFound); err != nil {
+		return fmt.Errorf("fs: check: %w", err)
+	}
+	// A write, not a stat: a full disk (or an exhausted inode or quota
+	// budget) answers a stat but refuses every upload, and readiness must
+	// say so. One small synced file, removed at once, per check.
+	name, f, err := b.createTemp()
+	if err != nil {
+		return fmt.Errorf("fs: check: %w", classifyWrite(err))
+	}
+	defer func() {
+		_ = f.Close()
+		_ = b.root.Remove(name)
+	}()
+	if _, err := f.Write(checkProbe[:]); err != nil {
+		return fmt.Errorf("fs: check: write: %w", classifyWrite(err))
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fs: check: sync: %w", classifyWrite(err))
+	}
+	return nil
+}
+
+// checkProbe is what Check writes: one page, so the file system must
+// allocate a block for it.
+var checkProbe [4096]byte
+
+// rootOr returns err, unless err says a path does not exist because the
+// root directory itself is gone or replaced: then the storage is out of
+// reach (ErrUnavailable), and no object may be reported missing, nor a
+// delete done. The check costs a stat, on the not-found path only.
+func (b *Bucket) rootOr(err error) error {
+	if !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return err
+	}
+	if moved := b.rootMoved(blob.ErrUnavailable); moved != nil {
+		return moved
+	}
+	return err
+}
+
+// rootMoved reports whether the root directory New opened is still what
+// its path names. Nothing there is missing (a bucket that does not exist,
+// as a store without its bucket; for the data operations, unavailable);
+// anything else there, or no way to tell, is ErrUnavailable.
+func (b *Bucket) rootMoved(missing error) error {
+	named, err := os.Stat(b.dir)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("%w: the root directory %s is gone", missing, b.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", blob.ErrUnavailable, err)
+	}
+	opened, err := b.root.Stat(".")
+	if err != nil {
+		return fmt.Errorf("%w: %w", blob.ErrUnavailable, err)
+	}
+	if !os.SameFile(named, opened) {
+		return fmt.Errorf("%w: the root directory %s was replaced", blob.ErrUnavailable, b.dir)
+	}
+	return nil
+}
+
+// Close implements blob.Bucket.
+func (b *Bucket) Close() error { return b.root.Close() }
+
+// classifyWrite is classify for writes: a missing path while writing (a
+// parent of the key is an object, say) is not the caller's "no such object".
+func classifyWrite(err error) error {
+	if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return err
+	}
+	return classify(err)
+}
+
+// classify wraps an OS error into the backends sentinel it stands for.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, iofs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%w: %w", blob.ErrNotFound, err)
+	case errors.Is(err, iofs.ErrPermission):
+		return fmt.Errorf("%w: %w", blob.ErrAccessDenied, err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EIO),
+		errors.Is(err, syscall.EROFS), errors.Is(err, os.ErrClosed):
+		return fmt.Errorf("%w: %w", blob.ErrUnavailable, err)
+	}
+	return err
+}

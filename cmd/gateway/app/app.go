@@ -1,0 +1,344 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/google/uuid"
+	iofs "io/fs"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/aigateway/gateway/backends/providers"
+	"github.com/aigateway/gateway/backends/storage"
+	"github.com/aigateway/gateway/backends/storage/fs"
+	"github.com/aigateway/gateway/backends/storage/gcs"
+	"github.com/aigateway/gateway/backends/storage/s3"
+	"github.com/aigateway/gateway/backends/sweeper"
+	"github.com/aigateway/gateway/catalog"
+	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/files/blob"
+	"github.com/aigateway/gateway/gateway"
+	"github.com/aigateway/gateway/gateway/accesslog"
+	"github.com/aigateway/gateway/gateway/console"
+	"github.com/aigateway/gateway/internal/lowprio"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/keys/seal"
+	"github.com/aigateway/gateway/policy/spend"
+	"github.com/aigateway/gateway/workspace"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// authCacheTTL is how long a verified key is trusted without asking the
+// store again; disabling a key takes at most this long to reach every
+// replica.
+const authCacheTTL = 10 * time.Second
+
+// App is the gateway wired from its configuration: the HTTP surface and
+// the services behind it, on a Runtime it does not own.
+type App struct {
+	rt       *Runtime
+	api      *gateway.API
+	catalog  *catalog.Source
+	files    *files.Service
+	registry *prometheus.Registry
+	closers  []func() error // run in reverse order
+	// handler is the whole HTTP surface: the API, and the console when on.
+	handler http.Handler
+	// console is nil when the configuration turns it off.
+	console  http.Handler
+	firstRun *console.FirstRun
+}
+
+// Build connects everything the configuration names on top of rt. It fails,
+// naming the dependency, when one cannot be reached or is misconfigured, and
+// then closes whatever it had opened.
+func Build(ctx context.Context, rt *Runtime) (*App, error) {
+	a := &App{rt: rt}
+	if err := a.build(ctx); err != nil {
+		_ = a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) build(ctx context.Context) error {
+	cfg, log, st := a.rt.Config, a.rt.Log, a.rt.Store
+	reg := prometheus.NewRegistry()
+	a.registry = reg
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	var err error
+	if a.catalog, err = openCatalog(cfg.Catalog.Path, log, reg); err != nil {
+		return err
+	}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	a.closers = append(a.closers, func() error { stopWatch(); return nil })
+	go func() {
+		if err := a.catalog.Watch(watchCtx); err != nil {
+			log.Error("catalog file is not watched; reload with SIGHUP", zap.Error(err))
+		}
+	}()
+
+	bucket, err := storage.Open(ctx, StorageOptions(cfg.Storage), log)
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	a.closers = append(a.closers, bucket.Close)
+
+	sealingKey, err := a.rt.sealingKey()
+	if err != nil {
+		return err
+	}
+	sealer, err := seal.NewSealer(sealingKey)
+	if err != nil {
+		return err
+	}
+	cursorKey, err := fileCursorKey(sealingKey)
+	if err != nil {
+		return err
+	}
+	var clients []providers.Provider
+	for name, pc := range map[string]configs.Provider{providers.ProviderOpenAI: cfg.Providers.OpenAI, providers.ProviderAnthropic: cfg.Providers.Anthropic} {
+		p, err := providers.New(name, providers.Options{BaseURL: pc.BaseURL, Timeout: pc.Timeout}, log)
+		if err != nil {
+			return fmt.Errorf("providers.%s: %w", name, err)
+		}
+		clients = append(clients, p)
+	}
+
+	lims, ready, err := openLimits(cfg, log, reg, &a.closers)
+	if err != nil {
+		return err
+	}
+	ready["metadata"] = st.Ping
+	if c, ok := bucket.(blob.Checker); ok {
+		// Without storage only uploads fail (503); lookups and workspaces
+		// still work, so the replica stays in rotation and says so.
+		ready["storage"] = func(ctx context.Context) error {
+			if err := c.Check(ctx); err != nil {
+				log.Warn("storage check failed", zap.Error(err))
+				return gateway.Degraded{Reason: "file storage unreachable; uploads fail"}
+			}
+			return nil
+		}
+	}
+
+	// The file routes remember the workspaces and provider keys they found
+	// (fileLookupTTL); this replica's own changes make them forget at once.
+	var reader *files.ReadService
+	forgetLookups := func() { reader.Forget() }
+	workspaces := workspace.NewService(workspaceDeletions{Store: st, forget: forgetLookups}, catalogModels{a.catalog})
+	keyring := providers.NewKeyring(sealer, clients...)
+	a.files = files.NewService(files.Config{
+		MaxFileBytes:   int64(cfg.Limits.MaxFileBytes),
+		WorkspaceQuota: int64(cfg.Limits.WorkspaceStorageBytes),
+		ReservationTTL: cfg.Limits.UploadLease,
+		Backend:        cfg.Storage.Backend,
+	}, files.Deps{
+		Store: st, Keys: st, Bucket: bucket, Opener: keyring,
+		Workspaces: workspaces, Admission: lims.admission, Log: slogOf(log),
+	})
+	reader, err = files.NewReadService(files.ReadConfig{
+		Downloadable: cfg.Files.Downloadable, CursorKey: cursorKey, LookupTTL: fileLookupTTL,
+	}, files.ReadDeps{
+		Records: st, Keys: st, Bucket: bucket, Opener: keyring,
+		Workspaces: workspaces, Log: slogOf(log),
+	})
+	if err != nil {
+		return err
+	}
+
+	// Closed after the uploads have finished (Close runs after
+	// WaitUploads), so the last of them keep their reservations.
+	renewCtx, stopRenewing := context.WithCancel(context.Background())
+	renewing := make(chan struct{})
+	go func() { a.files.KeepReservations(renewCtx); close(renewing) }()
+	a.closers = append(a.closers, func() error { stopRenewing(); <-renewing; return nil })
+
+	if sc := cfg.Sweeper; sc.Interval > 0 {
+		sw := sweeper.New(sweeper.Config{Interval: sc.Interval, Grace: sc.Grace, Batch: sc.Batch, Backend: cfg.Storage.Backend},
+			st, bucket, slogOf(log), reg)
+		sweepCtx, stopSweeping := context.WithCancel(context.Background())
+		sweeping := make(chan struct{})
+		go func() { sw.Run(sweepCtx); close(sweeping) }()
+		a.closers = append(a.closers, func() error { stopSweeping(); <-sweeping; return nil })
+	}
+
+	// Revocations made through any replica (or the CLI) reach this one's
+	// authentication cache through the store's change log.
+	auth := keys.NewAuthenticator(st, authCacheTTL)
+	revoker := &keys.Revoker{Log: st, Auth: auth, OnHealth: func(err error) {
+		if err != nil {
+			log.Warn("reading key changes failed; revocations wait until it works again", zap.Error(err))
+			return
+		}
+		log.Info("reading key changes works again")
+	}}
+	revokeCtx, stopRevoking := context.WithCancel(context.Background())
+	revoking := make(chan struct{})
+	go func() { revoker.Run(revokeCtx); close(revoking) }()
+	a.closers = append(a.closers, func() error { stopRevoking(); <-revoking; return nil })
+
+	// What is spent is decided from this replica's own view, refreshed in
+	// the background from the metadata store: no round trip per request,
+	// and the last view stays while the store is out of reach.
+	enforcer := &spend.Enforcer{Store: st, OnHealth: func(err error) {
+		if err != nil {
+			log.Warn("refreshing spend limits failed; enforcing the last known state", zap.Error(err))
+			return
+		}
+		log.Info("refreshing spend limits works again")
+	}}
+	enforceCtx, stopEnforcing := context.WithCancel(context.Background())
+	enforcing := make(chan struct{})
+	go func() { enforcer.Run(enforceCtx); close(enforcing) }()
+	a.closers = append(a.closers, func() error { stopEnforcing(); <-enforcing; return nil })
+
+	// Recording usage costs milliseconds of CPU a batch, on a replica
+	// that must answer lookups in a fraction of one: it runs on threads
+	// of lowered priority, taking what the requests leave idle. Half the
+	// Ps at most, since a worker holds its P while it runs.
+	ingest := lowprio.New(max(1, runtime.GOMAXPROCS(0)/2))
+	if err := ingest.Err(); err != nil {
+		log.Warn("usage reports are recorded at normal priority, beside the requests", zap.Error(err))
+	}
+	a.closers = append(a.closers, func() error { ingest.Close(); return nil })
+
+	a.api = gateway.New(gateway.Options{
+		Log:             log,
+		AccessLog:       a.accessLog(reg),
+		Auth:            auth,
+		Catalog:         a.catalog,
+		Workspaces:      workspaces,
+		Keys:            keys.NewManager(st, keyWorkspaces{workspaces}, sealer),
+		ProviderKeys:    keys.NewProviderKeys(providerKeyChanges{ProviderKeyStore: st, forget: forgetLookups}, keyWorkspaces{workspaces}, sealer, uuid.NewString),
+		Spend:           spend.NewService(st, uuid.NewString, ingest.Do),
+		SpendGuard:      enforcer,
+		Files:           a.files,
+		FileReader:      reader,
+		Limits:          lims.requests,
+		Registry:        reg,
+		TrustedProxies:  cfg.Server.TrustedPrefixes(),
+		ReadyChecks:     ready,
+		BodyReadTimeout: cfg.Server.BodyReadTimeout,
+		MinUploadRate:   int64(cfg.Server.MinUploadRate),
+		LingeringClose: gateway.Lingering{
+			MaxBytes: int64(cfg.Server.LingeringClose.MaxBytes), Timeout: cfg.Server.LingeringClose.Timeout,
+		},
+	})
+	a.handler = a.api.Handler()
+	if err := a.buildConsole(ctx, a.handler, sealingKey); err != nil {
+		return err
+	}
+	if a.console != nil {
+		a.handler = withConsole(a.handler, a.api.Guard(console.Prefix, a.console))
+	}
+	return nil
+}
+
+// accessLog is the writer of the per-request lines when the logs are JSON
+// at info level (else nil: zap writes them, or they are off by level). It
+// drops lines rather than stall requests when the logs' reader is slow,
+// and counts them; it is closed with the App, after the server stopped.
+func (a *App) accessLog(reg prometheus.Registerer) *accesslog.Writer {
+	if a.rt.Config.Log.Format == "console" || !a.rt.Log.Core().Enabled(zapcore.InfoLevel) || a.rt.logs == nil {
+		return nil
+	}
+	w := accesslog.NewWriter(a.rt.logs, accesslog.Options{})
+	a.closers = append(a.closers, w.Close)
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "gateway_access_log_dropped_lines_total",
+		Help: "Access log lines dropped because the log output was behind (or failing).",
+	}, func() float64 { return float64(w.Dropped()) }))
+	return w
+}
+
+// Handler is the whole HTTP surface: the API, and the console under
+// /console/ when it is on.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Catalog is the live model catalog (reloaded on change and by Reload).
+func (a *App) Catalog() *catalog.Source { return a.catalog }
+
+// WaitUploads blocks until every upload begun has been committed or
+// aborted, so a stopping process cleans up before it exits.
+func (a *App) WaitUploads() {
+	if a.files != nil {
+		a.files.Wait()
+	}
+}
+
+// Close releases what Build opened (storage, Redis, the catalog watch), in
+// reverse order. The Runtime stays open: its owner closes it.
+func (a *App) Close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i]())
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+// openCatalog loads the catalog file. The default path falls back to the
+// catalog embedded in the binary when the file is not on disk.
+func openCatalog(path string, log *zap.Logger, reg prometheus.Registerer) (*catalog.Source, error) {
+	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gateway_catalog_reloads_total",
+		Help: "Catalog reload attempts by result (ok, refused).",
+	}, []string{"result"})
+	reg.MustRegister(reloads)
+	onReload := catalog.WithOnReload(func(err error) {
+		if err != nil {
+			reloads.WithLabelValues("refused").Inc()
+			return
+		}
+		reloads.WithLabelValues("ok").Inc()
+	})
+	src, err := catalog.Open(path, slogOf(log), onReload)
+	if errors.Is(err, iofs.ErrNotExist) && path == configs.Default().Catalog.Path {
+		data, rerr := configs.Shipped.ReadFile("models.yaml")
+		if rerr != nil {
+			return nil, rerr
+		}
+		c, berr := catalog.FromBytes(data)
+		if berr != nil {
+			return nil, fmt.Errorf("embedded catalog: %w", berr)
+		}
+		log.Warn("catalog file not found; serving the catalog embedded in the binary", zap.String("path", path))
+		return catalog.NewStatic(c, slogOf(log), onReload), nil
+	}
+	if err != nil {
+		return nil, err // it names the file
+	}
+	log.Info("catalog loaded", zap.String("path", path), zap.Int("models", src.Current().Len()))
+	return src, nil
+}
+
+// catalogModels answers the workspace service's question "is this a model
+// the catalog serves?" against the current catalog.
+type catalogModels struct{ src *catalog.Source }
+
+func (c catalogModels) ModelExists(id string) bool {
+	_, ok := c.src.Current().LookupID(id)
+	return ok
+}
+
+// StorageOptions turns the storage section of the configuration into the
+// backends' own options.
+func StorageOptions(c configs.Storage) storage.Options {
+	return storage.Options{
+		Backend: c.Backend,
+		FS:      fs.Config{Dir: c.FS.Dir},
+		S3: s3.Config{
+			Bucket: c.S3.Bucket, Region: c.S3.Region, Endpoint: c.S3.Endpoint,
+			PathStyle: c.S3.PathStyle, Prefix: c.S3.Prefix,
+		},
+		GCS: gcs.Config{Bucket: c.GCS.Bucket, Endpoint: c.GCS.Endpoint, Prefix: c.GCS.Prefix},
+	}
+}

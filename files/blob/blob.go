@@ -1,0 +1,271 @@
+// Package blob is the contract between the file service and the places that
+// store uploaded files: the Bucket interface, the errors its implementations
+// wrap, the key rules they all enforce, and Body, the reader adapter they use
+// to honour the all-or-nothing upload rule. It lives beside its consumer,
+// the file service; the implementations live in backends/storage (fs, s3,
+// gcs), where backends/storage/storagetest holds the contract suite every
+// one of them runs.
+package blob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bucket stores opaque objects under keys chosen by the gateway.
+//
+// Implementations are safe for concurrent use. Every method validates its
+// key with ValidateKey first and returns an error wrapping ErrInvalidKey for
+// a bad one. Failures of the storage itself wrap ErrUnavailable (unreachable,
+// 5xx, throttled, disk full), ErrAccessDenied or ErrNotFound; other errors are
+// internal. Error strings name keys but never credentials.
+type Bucket interface {
+	// Upload stores the bytes of r under key, replacing any existing object.
+	// size is the exact length when known, or -1 when unknown (the usual
+	// case: the HTTP layer streams a multipart part whose length it learns
+	// only at EOF).
+	//
+	// All or nothing: the object becomes visible only once every byte is
+	// durably stored, and on any error nothing is left behind (no object, no
+	// temporary file, no pending multipart upload) and an object previously
+	// stored under key is kept. Causes of failure, in the order they are
+	// reported: an error returned by r (wrapped with %w, so errors.As finds
+	// e.g. the caller's size-limit error), a body longer or shorter than a
+	// known size (a *SizeError, wrapping ErrSizeMismatch), ctx ending
+	// (wrapping ctx.Err()), then the backend's own failure.
+	//
+	// Upload reads r until io.EOF and does not close it.
+	Upload(ctx context.Context, key string, r io.Reader, size int64, opts UploadOptions) (Object, error)
+
+	// Open returns the content of key; the caller must close it. A missing
+	// key is ErrNotFound. Reading the returned stream may still fail (ctx
+	// ended, backend went away) with the same error classes.
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+
+	// Stat describes key without reading it. A missing key is ErrNotFound.
+	Stat(ctx context.Context, key string) (Object, error)
+
+	// Delete removes key. It is idempotent: deleting a missing key is nil.
+	Delete(ctx context.Context, key string) error
+
+	// Close releases the bucket's resources. Calls after Close fail.
+	Close() error
+}
+
+// UploadOptions are optional attributes of an uploaded object.
+type UploadOptions struct {
+	// ContentType is stored with the object where the backend keeps one
+	// (s3, gcs); empty means application/octet-stream. The fs backend does not
+	// keep it: the metadata row is the authority on a file's type.
+	ContentType string
+}
+
+// Object describes a stored object.
+type Object struct {
+	Key  string
+	Size int64
+	// ContentType is the stored type, empty where the backend keeps none.
+	ContentType string
+	// Modified is when the object was last written, as the backend saw it.
+	Modified time.Time
+}
+
+// Lister is implemented by buckets that can enumerate what they hold. The
+// sweeper lists to find objects without a record; the contract suite and
+// leak checks use it too. Requests never list.
+type Lister interface {
+	// List returns the keys starting with prefix, sorted. It never returns
+	// temporary or incomplete objects.
+	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// PageLister is implemented by buckets that can list a bounded page of
+// keys, so a walk over a large bucket costs a bounded amount per step.
+type PageLister interface {
+	// ListAfter returns at most limit keys starting with prefix that sort
+	// after after ("" for the first page), sorted.
+	ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error)
+}
+
+// PendingLister is implemented by buckets that keep state for uploads in
+// progress (the fs backend's temporary files, S3 multipart uploads), so
+// tests and operators can check that failed uploads left nothing behind.
+type PendingLister interface {
+	// PendingUploads describes every unfinished upload, one string each
+	// (a temporary file's path, or "key upload-id"). Empty means none.
+	PendingUploads(ctx context.Context) ([]string, error)
+}
+
+// PendingSweeper is implemented by buckets that keep state for uploads in
+// progress: it removes what uploads of a crashed process left unfinished.
+type PendingSweeper interface {
+	// AbortPending removes at most limit unfinished uploads started (for
+	// the fs backend: last written) before before, and returns how many
+	// it removed. Removing one that is already gone is not an error.
+	AbortPending(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+// Checker is implemented by buckets that can tell whether their storage is
+// reachable, for readiness probes.
+type Checker interface {
+	// Check returns nil when the storage answers, else an error wrapping
+	// ErrUnavailable, ErrAccessDenied or ErrNotFound (the bucket is missing).
+	Check(ctx context.Context) error
+}
+
+// MaxKeyLen bounds keys in bytes. S3 and GCS allow 1024 bytes including the
+// configured prefix; 512 leaves room for any sane prefix.
+const MaxKeyLen = 512
+
+// ValidateKey reports whether key is an acceptable object key, returning a
+// *KeyError (wrapping ErrInvalidKey) when it is not.
+//
+// Keys are made by the gateway ("ws/<workspace-uuid>/<file-id>"), never
+// taken from filenames, so these rules only have to be strict, not
+// friendly. They keep a key meaning the same thing on every backend: a
+// relative slash-separated path of non-empty segments, none of them "." or
+// "..", none starting with "." (reserved for backend bookkeeping such as the
+// fs backend's temporary directory), no backslash, no control characters,
+// valid UTF-8, at most MaxKeyLen bytes. This is what stops a key from
+// escaping the fs root or aliasing another object on S3 and GCS.
+func ValidateKey(key string) error {
+	bad := func(reason string) error { return &KeyError{Key: key, Reason: reason} }
+	switch {
+	case key == "":
+		return bad("empty")
+	case len(key) > MaxKeyLen:
+		return bad(fmt.Sprintf("longer than %d bytes", MaxKeyLen))
+	case !utf8.ValidString(key):
+		return bad("not valid UTF-8")
+	case strings.HasPrefix(key, "/"):
+		return bad("starts with /")
+	case strings.HasSuffix(key, "/"):
+		return bad("ends with /")
+	case strings.ContainsRune(key, '\\'):
+		return bad("contains a backslash")
+	case strings.ContainsFunc(key, unicode.IsControl):
+		return bad("contains a control character")
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		switch {
+		case seg == "":
+			return bad("has an empty segment")
+		case seg == "." || seg == "..":
+			return bad("has a . or .. segment")
+		case strings.HasPrefix(seg, "."):
+			return bad("has a segment starting with .")
+		}
+	}
+	return nil
+}
+
+// Body adapts the reader given to Upload for implementations. It enforces a
+// known size (reading at most one byte past it, to notice a longer body)
+// and remembers the first error the reader returned, so that an Upload can
+// report that error itself with %w rather than whatever an SDK wrapped it
+// into. A Body is not safe for concurrent use.
+type Body struct {
+	r    io.Reader
+	size int64 // -1: unknown
+	n    int64
+	err  error // first error that was not io.EOF, or the size mismatch
+}
+
+// NewBody wraps r, whose length is size, or -1 when unknown.
+func NewBody(r io.Reader, size int64) *Body {
+	if size < 0 {
+		size = -1
+	}
+	return &Body{r: r, size: size}
+}
+
+// Read reads from the underlying reader. It returns io.EOF only when the
+// reader did and the length matches a known size; a mismatch is returned
+// as a *SizeError. After an error every Read returns that error again.
+func (b *Body) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.size >= 0 {
+		// Allow one byte past the size, enough to see the body is longer.
+		if limit := b.size - b.n + 1; int64(len(p)) > limit {
+			p = p[:limit]
+		}
+	}
+	n, err := b.r.Read(p)
+	if n < 0 || n > len(p) {
+		// A broken reader; trusting n would corrupt the object.
+		n, err = 0, fmt.Errorf("backends: reader returned invalid count %d", n)
+	}
+	b.n += int64(n)
+	if b.size >= 0 && b.n > b.size {
+		extra := int(b.n - b.size)
+		b.err = &SizeError{Declared: b.size, Received: b.n}
+		return n - extra, b.err
+	}
+	switch {
+	case err == io.EOF && b.size >= 0 && b.n < b.size:
+		b.err = &SizeError{Declared: b.size, Received: b.n}
+		return n, b.err
+	case err != nil && err != io.EOF:
+		b.err = err
+	}
+	return n, err
+}
+
+// Fill reads into p until it is full or the body ends. It returns the byte
+// count and io.EOF when the body ended cleanly, nil when p was filled (the
+// body may hold more), or the body's error. Unlike io.ReadFull it never
+// turns a reader's own io.ErrUnexpectedEOF — a truncated multipart body —
+// into a clean end.
+func (b *Body) Fill(p []byte) (int, error) {
+	total := 0
+	for total < len(p) {
+		n, err := b.Read(p[total:])
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// N is the number of bytes read so far (including any byte past a known
+// size).
+func (b *Body) N() int64 { return b.n }
+
+// Err is the reader's first error other than io.EOF, or the *SizeError of a
+// mismatched length, or nil.
+func (b *Body) Err() error { return b.err }
+
+// Cause picks the error an Upload reports after failing with err: the
+// body's own error when it had one (it caused the failure, and callers match
+// it with errors.As), else ctx's error when ctx has ended, else err.
+func (b *Body) Cause(ctx context.Context, err error) error {
+	if b.err != nil {
+		return b.err
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		if err != nil && !errors.Is(err, cerr) {
+			return fmt.Errorf("%w (backend: %v)", cerr, err)
+		}
+		return cerr
+	}
+	return err
+}
+
+// RangeOpener is implemented by buckets that can read part of an object
+// without reading what comes before it (downloads with a Range header).
+type RangeOpener interface {
+	// OpenRange returns the bytes [offset, offset+length) of key; the caller
+	// must close it. offset must be within the object and length at least 1;
+	// a range running past the end is cut at the end. A missing key is
+	// ErrNotFound. Memory does not depend on offset or length.
+	OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+}

@@ -1,0 +1,459 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"html"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aigateway/gateway/client"
+	"github.com/aigateway/gateway/policy/keys"
+)
+
+func TestEveryAnswerCarriesTheSafetyHeaders(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	b := g.browser(t)
+	for _, path := range []string{"/console/sign-in", "/console/workspaces", "/console/no-such-page"} {
+		p := b.get(path)
+		want := map[string]string{
+			"Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+			"X-Content-Type-Options":  "nosniff",
+			"Referrer-Policy":         "no-referrer",
+		}
+		for h, v := range want {
+			if got := p.Header.Get(h); got != v {
+				t.Errorf("GET %s: %s = %q, want %q", path, h, got, v)
+			}
+		}
+	}
+	// No inline script or style: every script and stylesheet is a file.
+	body := b.get("/console/sign-in").Body
+	for _, inline := range []string{"<script>", "<style", " style=", " onclick=", " onload="} {
+		if strings.Contains(body, inline) {
+			t.Errorf("sign-in page contains %q", inline)
+		}
+	}
+}
+
+func TestAssetsAreFingerprintedAndCachedForLong(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	b := g.browser(t)
+	links := regexp.MustCompile(`/console/assets/console\.[0-9a-f]{12}\.(css|js)`).FindAllString(b.get("/console/sign-in").Body, -1)
+	if len(links) != 2 {
+		t.Fatalf("asset links in the page: %q, want the stylesheet and the script", links)
+	}
+	for _, link := range links {
+		p := b.get(link)
+		if p.StatusCode != http.StatusOK || !strings.Contains(p.Header.Get("Cache-Control"), "max-age=31536000") {
+			t.Errorf("GET %s = %d, Cache-Control %q", link, p.StatusCode, p.Header.Get("Cache-Control"))
+		}
+	}
+	if p := b.get("/console/assets/console.0000.css"); p.StatusCode != http.StatusNotFound {
+		t.Errorf("an asset of another build = %d, want 404", p.StatusCode)
+	}
+}
+
+func TestSignInSealsTheKeyInAStrictCookie(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	b := g.browser(t)
+	p := b.post("/console/sign-in", url.Values{"csrf": {b.csrf("/console/sign-in")}, "key": {g.Management}})
+	if p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in = %d\n%s", p.StatusCode, p.Body)
+	}
+	var session *http.Cookie
+	for _, c := range p.Cookies() {
+		if c.Name == "console_session" {
+			session = c
+		}
+	}
+	if session == nil {
+		t.Fatal("no session cookie")
+	}
+	if !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.Path != "/console/" || session.Secure {
+		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict, Path=/console/, not Secure over plain HTTP", session)
+	}
+	if strings.Contains(session.Value, g.Management) || strings.Contains(session.Value, strings.TrimPrefix(g.Management, "sk-")) {
+		t.Error("the session cookie holds the key in clear")
+	}
+	if p := b.get("/console/workspaces"); p.StatusCode != http.StatusOK || !strings.Contains(p.Body, "Your workspaces") {
+		t.Errorf("workspaces after sign-in = %d", p.StatusCode)
+	}
+	// The key is never written into a page.
+	for _, path := range []string{"/console/workspaces", "/console/keys", "/console/files", "/console/usage"} {
+		if p := b.get(path); strings.Contains(p.Body, g.Management) {
+			t.Errorf("%s shows the session's key", path)
+		}
+	}
+}
+
+func TestSecureCookieBehindATrustedTLSProxy(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Server.TrustedProxies = []string{"127.0.0.1/32", "::1/128"}
+	g := startGateway(t, cfg, true)
+	b := g.browser(t)
+	token := b.csrf("/console/sign-in")
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/sign-in", strings.NewReader(url.Values{"csrf": {token}, "key": {g.Management}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	p := b.do(req)
+	if p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in = %d", p.StatusCode)
+	}
+	for _, c := range p.Cookies() {
+		if c.Name == "console_session" && !c.Secure {
+			t.Error("session cookie not Secure although the trusted proxy says the browser used TLS")
+		}
+	}
+}
+
+func TestWrongKeyIsRefusedAndLimitedPerAddress(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Limits.Rate.AuthFailures.Requests, cfg.Limits.Rate.AuthFailures.Burst = 3, 3
+	g := startGateway(t, cfg, true)
+	b := g.browser(t)
+	first := b.post("/console/sign-in", url.Values{"csrf": {b.csrf("/console/sign-in")}, "key": {"sk-wrong"}})
+	if first.StatusCode != http.StatusUnauthorized || !strings.Contains(first.Body, "That key was not accepted") {
+		t.Fatalf("wrong key = %d, want 401 with a message\n%s", first.StatusCode, first.Body)
+	}
+	var last answer
+	for range 5 {
+		last = b.post("/console/sign-in", url.Values{"csrf": {b.csrf("/console/sign-in")}, "key": {"sk-wrong"}})
+	}
+	if last.StatusCode != http.StatusTooManyRequests || !strings.Contains(last.Body, "Rate limit exceeded. Try again in ") {
+		t.Errorf("after repeated failures = %d, want 429 in the API's words\n%s", last.StatusCode, last.Body)
+	}
+	// The API itself refuses this address now too: the failures were its own.
+	_, err := g.api(t, g.Management).CurrentKey(context.Background())
+	if e, ok := err.(*client.Error); !ok || e.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("API call from the same address after console failures = %v, want 429", err)
+	}
+}
+
+func TestFormsNeedTheSessionToken(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	b := g.browser(t)
+	b.signIn(g.Management)
+	if p := b.post("/console/workspaces", url.Values{"name": {"No token"}, "slug": {"no-token"}}); p.StatusCode != http.StatusForbidden {
+		t.Errorf("form without token = %d, want 403", p.StatusCode)
+	}
+	if p := b.post("/console/workspaces", url.Values{"csrf": {"forged"}, "name": {"Forged"}, "slug": {"forged"}}); p.StatusCode != http.StatusForbidden {
+		t.Errorf("form with a forged token = %d, want 403", p.StatusCode)
+	}
+	page, err := g.api(t, g.Management).ListWorkspaces(context.Background(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range page.Workspaces {
+		if w.Slug == "no-token" || w.Slug == "forged" {
+			t.Errorf("workspace %q was created by a refused form", w.Slug)
+		}
+	}
+}
+
+func TestCrossSitePostIsRefused(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	b := g.browser(t)
+	b.signIn(g.Management)
+	token := b.csrf("/console/workspaces")
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/workspaces", strings.NewReader(url.Values{"csrf": {token}, "name": {"Evil"}, "slug": {"evil"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	p := b.do(req)
+	if p.StatusCode != http.StatusForbidden || !strings.Contains(p.Body, "sent from another site") {
+		t.Errorf("cross-site post = %d, want 403 with a message\n%s", p.StatusCode, p.Body)
+	}
+}
+
+func TestWorkspaceLifecycleAndRefusalInTheAPIsWords(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	b := g.browser(t)
+	b.signIn(g.Management)
+	token := b.csrf("/console/workspaces")
+	p := b.post("/console/workspaces", url.Values{"csrf": {token}, "name": {"Research"}, "slug": {"research"}})
+	if p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create = %d\n%s", p.StatusCode, p.Body)
+	}
+	list := b.get("/console/workspaces")
+	if !strings.Contains(list.Body, "Workspace “Research” created.") || !strings.Contains(list.Body, "<code>research</code>") {
+		t.Fatalf("list after create lacks the workspace or the notice:\n%s", list.Body)
+	}
+	// A bad slug: the API's own 400 message is shown.
+	b.post("/console/workspaces", url.Values{"csrf": {token}, "name": {"Bad"}, "slug": {"Bad Slug"}})
+	if body := b.get("/console/workspaces").Body; !strings.Contains(body, `role="alert">Invalid request parameters: slug `) {
+		t.Errorf("a refused create shows no error naming the slug:\n%s", body)
+	}
+	// A workspace holding a key cannot be deleted: the refusal has its counts.
+	api := g.api(t, g.Management)
+	if _, err := api.CreateKey(context.Background(), client.KeyCreate{Name: "k", Workspace: "research"}); err != nil {
+		t.Fatal(err)
+	}
+	b.post("/console/workspaces/research/delete", url.Values{"csrf": {token}})
+	if body := b.get("/console/workspaces/research").Body; !strings.Contains(body, "keys: 1") {
+		t.Errorf("the refused delete does not say how many keys hold the workspace:\n%s", body)
+	}
+	// Edited, then deleted once empty.
+	p = b.post("/console/workspaces/research", url.Values{"csrf": {token}, "name": {"Research & Co"}, "slug": {"research"}})
+	if p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("update = %d", p.StatusCode)
+	}
+	if w, err := api.GetWorkspace(context.Background(), "research"); err != nil || w.Name != "Research & Co" {
+		t.Errorf("after edit: %+v, %v", w, err)
+	}
+}
+
+// hostile is a name that would run script if it were written into a page
+// as markup.
+const hostile = `<img src=x onerror=alert(1)>`
+
+func TestNamesAreShownAsText(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	api := g.api(t, g.Management)
+	if _, err := api.CreateWorkspace(context.Background(), client.WorkspaceCreate{Name: hostile, Slug: "hostile"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.CreateKey(context.Background(), client.KeyCreate{Name: hostile, Workspace: "hostile"}); err != nil {
+		t.Fatal(err)
+	}
+	b := g.browser(t)
+	b.signIn(g.Management)
+	for _, path := range []string{"/console/workspaces", "/console/keys", "/console/workspaces/hostile", "/console/files?workspace=hostile"} {
+		p := b.get(path)
+		if p.StatusCode != http.StatusOK {
+			t.Fatalf("%s = %d", path, p.StatusCode)
+		}
+		if strings.Contains(p.Body, "<img") || !strings.Contains(p.Body, html.EscapeString(hostile)) {
+			t.Errorf("%s does not show the name as text", path)
+		}
+	}
+	// The API refuses such a file name; the console says why, in its words.
+	p := b.upload("/console/files", b.csrf("/console/files"), hostile+".txt", []byte("hello"), true)
+	var answer struct {
+		OK      bool   `json:"ok"`
+		Message string `json:"message"`
+	}
+	decodeJSON(t, p.Body, &answer)
+	if p.StatusCode != http.StatusBadRequest || !strings.Contains(answer.Message, "filename must not contain any of") {
+		t.Errorf("upload of %q = %d %+v, want the API's refusal naming the filename rule", hostile, p.StatusCode, answer)
+	}
+}
+
+// upload posts a file the way the console's script does.
+func (b *visitor) upload(path, csrf, name string, content []byte, size bool) answer {
+	b.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("csrf", csrf)
+	if size {
+		_ = mw.WriteField("size", strconv.Itoa(len(content)))
+	}
+	fw, _ := mw.CreateFormFile("file", name)
+	_, _ = fw.Write(content)
+	_ = mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, b.base+path, &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	return b.do(req)
+}
+
+func TestUploadDownloadDeleteAndRefusals(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Limits.MaxFileBytes = 1 << 20
+	g := startGateway(t, cfg, true)
+	std := g.createKey(t, keys.RoleStandard)
+	b := g.browser(t)
+	b.signIn(std)
+	token := b.csrf("/console/files")
+	content := bytes.Repeat([]byte("0123456789abcdef"), 4096)
+	p := b.upload("/console/files", token, "data.bin", content, true)
+	var answer struct {
+		OK      bool   `json:"ok"`
+		Message string `json:"message"`
+	}
+	decodeJSON(t, p.Body, &answer)
+	if p.StatusCode != http.StatusOK || !answer.OK {
+		t.Fatalf("upload = %d %+v", p.StatusCode, answer)
+	}
+	files, err := g.api(t, std).ListFiles(context.Background(), 10, "")
+	if err != nil || len(files.Files) != 1 {
+		t.Fatalf("files after upload: %+v, %v", files, err)
+	}
+	id := files.Files[0].ID
+	d := b.get("/console/files/" + id + "/content")
+	if d.StatusCode != http.StatusOK || d.Body != string(content) {
+		t.Fatalf("download = %d, %d bytes, want %d", d.StatusCode, len(d.Body), len(content))
+	}
+	if ct, cd := d.Header.Get("Content-Type"), d.Header.Get("Content-Disposition"); ct != "application/octet-stream" || !strings.HasPrefix(cd, "attachment") {
+		t.Errorf("download served as %q, %q: want an opaque attachment", ct, cd)
+	}
+
+	// Too large: the API's 413, in its words.
+	big := bytes.Repeat([]byte{1}, 2<<20)
+	p = b.upload("/console/files", token, "big.bin", big, true)
+	decodeJSON(t, p.Body, &answer)
+	if p.StatusCode != http.StatusRequestEntityTooLarge || answer.OK || answer.Message == "" {
+		t.Errorf("oversized upload = %d %+v, want 413 with the API's message", p.StatusCode, answer)
+	}
+	// A missing token: refused before the file is read.
+	if p := b.upload("/console/files", "forged", "x.bin", []byte("x"), true); p.StatusCode != http.StatusForbidden {
+		t.Errorf("upload with a forged token = %d, want 403", p.StatusCode)
+	}
+
+	if p := b.post("/console/files/"+id+"/delete", url.Values{"csrf": {token}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete = %d", p.StatusCode)
+	}
+	if _, err := g.api(t, std).GetFile(context.Background(), id); err == nil {
+		t.Error("the file is still there after delete")
+	}
+}
+
+func TestRevokedKeyEndsTheSession(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	api := g.api(t, g.Management)
+	created, err := api.CreateKey(context.Background(), client.KeyCreate{Name: "to revoke"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := g.browser(t)
+	b.signIn(created.Secret)
+	if p := b.get("/console/files"); p.StatusCode != http.StatusOK {
+		t.Fatalf("files = %d", p.StatusCode)
+	}
+	if _, err := api.UpdateKey(context.Background(), created.Key.Hash, client.KeyUpdate{Disabled: client.Set(true)}); err != nil {
+		t.Fatal(err)
+	}
+	// Revocation reaches the authentication cache within seconds; every
+	// page load asks the API, so the session ends with it.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		p := b.get("/console/files")
+		if p.StatusCode == http.StatusSeeOther && p.Header.Get("Location") == "/console/sign-in?m=ended" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session of a disabled key still works: %d", p.StatusCode)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the revocation's arrival, not synchronising
+	}
+	if p := b.get("/console/sign-in?m=ended"); !strings.Contains(p.Body, "no longer works") {
+		t.Error("the sign-in page does not say why the session ended")
+	}
+	if p := b.get("/console/files"); p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/console/sign-in" {
+		t.Errorf("after the session ended, files = %d %s: the cookie was not cleared", p.StatusCode, p.Header.Get("Location"))
+	}
+}
+
+func TestStandardKeyIsReadOnlyOutsideItsFiles(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	b := g.browser(t)
+	b.signIn(g.createKey(t, keys.RoleStandard))
+	if p := b.get("/console/"); p.Header.Get("Location") != "/console/files" {
+		t.Errorf("home of a standard key goes to %q, want its files", p.Header.Get("Location"))
+	}
+	if p := b.get("/console/keys"); p.StatusCode != http.StatusForbidden || !strings.Contains(p.Body, "management key") {
+		t.Errorf("keys page of a standard key = %d", p.StatusCode)
+	}
+	token := b.csrf("/console/files")
+	if p := b.post("/console/workspaces", url.Values{"csrf": {token}, "name": {"X"}, "slug": {"x"}}); p.StatusCode != http.StatusSeeOther {
+		t.Errorf("a refused create = %d, want the redirect with the API's 403", p.StatusCode)
+	}
+	if body := b.get("/console/workspaces").Body; !strings.Contains(body, "Only management keys") {
+		t.Errorf("the standard key's workspace page does not show the API's refusal:\n%s", body)
+	}
+	if p := b.get("/console/models"); p.StatusCode != http.StatusOK {
+		t.Errorf("models for a standard key = %d", p.StatusCode)
+	}
+}
+
+func TestConsoleOffIsAnUnknownPathOfTheAPI(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Console.Enabled = false
+	g := startGateway(t, cfg, true)
+	p := g.browser(t).get("/console/")
+	if p.StatusCode != http.StatusNotFound || !strings.Contains(p.Body, `"error"`) {
+		t.Errorf("console off: GET /console/ = %d %s, want the API's 404 envelope", p.StatusCode, p.Body)
+	}
+	if link := g.app.FirstRunLink("127.0.0.1:8080"); link != "" {
+		t.Errorf("console off offers a first-run link %q", link)
+	}
+}
+
+func TestFirstRunMakesOneManagementKeyOnce(t *testing.T) {
+	g := startGateway(t, testConfig(t), false)
+	link := g.app.FirstRunLink("127.0.0.1:8080")
+	if !strings.HasPrefix(link, "http://127.0.0.1:8080/console/first-run?token=") {
+		t.Fatalf("first-run link = %q", link)
+	}
+	u, _ := url.Parse(link)
+	token := u.Query().Get("token")
+	b := g.browser(t)
+	if p := b.get("/console/first-run?token=wrong"); p.StatusCode != http.StatusGone {
+		t.Errorf("a wrong token = %d, want 410", p.StatusCode)
+	}
+	form := b.csrf("/console/first-run?token=" + url.QueryEscape(token))
+	p := b.post("/console/first-run", url.Values{"csrf": {form}, "token": {token}})
+	if p.StatusCode != http.StatusCreated {
+		t.Fatalf("first run = %d\n%s", p.StatusCode, p.Body)
+	}
+	i := strings.Index(p.Body, `id="new-secret" class="secret-value">`)
+	if i < 0 {
+		t.Fatalf("no secret shown:\n%s", p.Body)
+	}
+	secret := p.Body[i+len(`id="new-secret" class="secret-value">`):]
+	secret = secret[:strings.IndexByte(secret, '<')]
+	me, err := g.api(t, secret).CurrentKey(context.Background())
+	if err != nil {
+		t.Fatalf("the key shown does not work: %v", err)
+	}
+	_ = me
+	// Signed in with it already.
+	if p := b.get("/console/workspaces"); p.StatusCode != http.StatusOK {
+		t.Errorf("after first run, workspaces = %d", p.StatusCode)
+	}
+	// The token works once.
+	if p := g.browser(t).get("/console/first-run?token=" + url.QueryEscape(token)); p.StatusCode != http.StatusGone {
+		t.Errorf("the used token = %d, want 410", p.StatusCode)
+	}
+	if p := b.post("/console/first-run", url.Values{"csrf": {form}, "token": {token}}); p.StatusCode != http.StatusGone {
+		t.Errorf("a second use = %d, want 410", p.StatusCode)
+	}
+}
+
+func TestNoFirstRunOnceAKeyExists(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	if link := g.app.FirstRunLink("127.0.0.1:8080"); link != "" {
+		t.Errorf("a key exists, yet a first-run link %q is offered", link)
+	}
+}
+
+// Signing out ends the session itself, not only the browser's cookie: a
+// copy of the cookie (another tab's, or one stolen) opens nothing after
+// it, on any replica, since the sign-out is recorded in the shared store.
+func TestSignOutEndsEveryCopyOfTheSession(t *testing.T) {
+	g := startGateway(t, testConfig(t), true)
+	b := g.browser(t)
+	b.signIn(g.Management)
+	base := mustURL(t, g.URL+"/console/")
+	copied := g.browser(t)
+	copied.hc.Jar.SetCookies(base, b.hc.Jar.Cookies(base))
+	if p := copied.get("/console/workspaces"); p.StatusCode != http.StatusOK {
+		t.Fatalf("the copied cookie before sign-out = %d, want 200", p.StatusCode)
+	}
+	token := b.csrf("/console/workspaces")
+	if p := b.post("/console/sign-out", url.Values{"csrf": {token}}); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-out = %d", p.StatusCode)
+	}
+	p := copied.get("/console/workspaces")
+	if p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/console/sign-in?m=signed-out" {
+		t.Errorf("the copied cookie after sign-out = %d %s, want a redirect to sign in", p.StatusCode, p.Header.Get("Location"))
+	}
+}

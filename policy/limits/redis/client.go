@@ -1,0 +1,164 @@
+package redis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+	"go.uber.org/zap"
+)
+
+// ErrInvalidConfig is wrapped by every error of NewClient.
+var ErrInvalidConfig = errors.New("invalid redis configuration")
+
+// DefaultTimeout bounds every dial, read and write of a client made by
+// NewClient when ClientOptions leaves Timeout zero.
+const DefaultTimeout = 200 * time.Millisecond
+
+// ClientOptions says how to reach Redis. Exactly one of URL and Addrs
+// must be set.
+type ClientOptions struct {
+	// URL is a redis:// or rediss:// (TLS) URL of a single server, with
+	// optional user, password and database:
+	// redis://user:pass@host:6379/0.
+	URL string
+	// Addrs are seed nodes of a Redis Cluster, or the Sentinels when
+	// MasterName is set.
+	Addrs []string
+	// MasterName selects Sentinel: the name of the monitored master.
+	MasterName string
+	// Username and Password, when set, override the URL's (keep secrets
+	// out of committed files: pass them from the environment).
+	Username string
+	Password string
+	// TLS enables TLS for Addrs (a rediss:// URL enables it by itself).
+	TLS bool
+
+	// Timeout bounds each dial, read and write (default
+	// DefaultTimeout). Keep it small: a request waits at most this long
+	// for a limit decision before the failover limiter answers locally.
+	Timeout time.Duration
+	// DialTimeout overrides Timeout for dials, e.g. across regions.
+	DialTimeout time.Duration
+	// PoolSize is the connection pool size per node (default go-redis's,
+	// 10 per CPU).
+	PoolSize int
+	// PoolTimeout bounds the wait for a free connection when all are busy
+	// (default Timeout).
+	PoolTimeout time.Duration
+}
+
+// NewClient returns a client tuned for rate limiting: tight timeouts
+// that also honour context deadlines (go-redis ignores them unless
+// ContextTimeoutEnabled), no command retries (a retried script whose reply
+// was lost would charge a limit twice), one dial attempt per command (the
+// failover limiter, not the client, decides when to try again), and a short
+// pool wait. The caller closes it.
+//
+// Errors wrap ErrInvalidConfig and never contain the password.
+func NewClient(o ClientOptions) (goredis.UniversalClient, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = o.Timeout
+	}
+	if o.PoolTimeout <= 0 {
+		o.PoolTimeout = o.Timeout
+	}
+	switch {
+	case o.URL != "" && len(o.Addrs) > 0:
+		return nil, fmt.Errorf("%w: set either url or addrs, not both", ErrInvalidConfig)
+	case o.URL != "":
+		return newSingleClient(o)
+	case len(o.Addrs) > 0:
+		return newMultiClient(o), nil
+	}
+	return nil, fmt.Errorf("%w: neither url nor addrs is set", ErrInvalidConfig)
+}
+
+func newSingleClient(o ClientOptions) (goredis.UniversalClient, error) {
+	// url.Parse errors quote the whole URL, password included: report only
+	// the cause.
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%w: url: %v", ErrInvalidConfig, err)
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return nil, fmt.Errorf("%w: url scheme %q: want redis or rediss", ErrInvalidConfig, u.Scheme)
+	}
+	opts, err := goredis.ParseURL(o.URL)
+	if err != nil {
+		// go-redis errors past url.Parse name the path or an option, not
+		// the user info.
+		return nil, fmt.Errorf("%w: url: %v", ErrInvalidConfig, err)
+	}
+	if o.Username != "" {
+		opts.Username = o.Username
+	}
+	if o.Password != "" {
+		opts.Password = o.Password
+	}
+	opts.DialTimeout = o.DialTimeout
+	opts.ReadTimeout = o.Timeout
+	opts.WriteTimeout = o.Timeout
+	opts.ContextTimeoutEnabled = true
+	opts.MaxRetries = -1
+	opts.DialerRetries = 1
+	opts.PoolTimeout = o.PoolTimeout
+	if o.PoolSize > 0 {
+		opts.PoolSize = o.PoolSize
+	}
+	opts.DisableIdentity = true
+	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return goredis.NewClient(opts), nil
+}
+
+func newMultiClient(o ClientOptions) goredis.UniversalClient {
+	uo := &goredis.UniversalOptions{
+		Addrs:                 o.Addrs,
+		MasterName:            o.MasterName,
+		IsClusterMode:         o.MasterName == "",
+		Username:              o.Username,
+		Password:              o.Password,
+		DialTimeout:           o.DialTimeout,
+		ReadTimeout:           o.Timeout,
+		WriteTimeout:          o.Timeout,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		DialerRetries:         1,
+		PoolSize:              o.PoolSize,
+		PoolTimeout:           o.PoolTimeout,
+		DisableIdentity:       true,
+		MaintNotificationsConfig: &maintnotifications.Config{
+			Mode: maintnotifications.ModeDisabled,
+		},
+	}
+	if o.TLS {
+		uo.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return goredis.NewUniversalClient(uo)
+}
+
+// LogToDebug sends go-redis's own messages (a failed dial per probe during
+// an outage) to log at debug level: the failover limiter already logs each
+// change of state once, which is what an operator needs. go-redis keeps one
+// logger per process, so this applies to every client.
+func LogToDebug(log *zap.Logger) {
+	goredis.SetLogger(debugLog{log})
+}
+
+type debugLog struct{ log *zap.Logger }
+
+func (d debugLog) Printf(_ context.Context, format string, v ...any) {
+	d.log.Debug(fmt.Sprintf(format, v...))
+}

@@ -1,0 +1,366 @@
+package spend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aigateway/gateway/internal/jsonobj"
+	"github.com/aigateway/gateway/internal/money"
+	"github.com/aigateway/gateway/policy/keys"
+)
+
+// Batch is one user's reports ready to be stored, each report's key's
+// workspace resolved.
+type Batch struct {
+	UserID  string
+	Reports []Report
+	// Workspaces maps the key of every report to its workspace ("" for a
+	// key bound to no workspace).
+	Workspaces map[string]string
+}
+
+// Store keeps reports durably and sums them.
+type Store interface {
+	// KeysOf returns, of ids, those that are keys of userID, with their
+	// workspace ("" for none).
+	KeysOf(ctx context.Context, userID string, ids []string) (map[string]string, error)
+	// RecordUsage stores the reports not stored before (by user and id)
+	// and adds them to the sums, in one transaction; it returns how many
+	// were new. A report stored concurrently by another replica is a
+	// duplicate here, never counted twice. b.Reports is the caller's to
+	// reuse once it returns.
+	RecordUsage(ctx context.Context, b Batch) (accepted int, err error)
+	// KeyUsage sums the usage of each key in ids in the windows of w.
+	KeyUsage(ctx context.Context, ids []string, w Windows) (map[string]Usage, error)
+	// DailyUsage sums the usage of scope per UTC day, for the days first
+	// to last (inclusive, as Day numbers them), in one query; days without
+	// usage may be left out.
+	DailyUsage(ctx context.Context, scope DailyScope, first, last int64) ([]DaySum, error)
+	// Standings returns every key with a limit and every budget, with
+	// their usage in the windows of w.
+	Standings(ctx context.Context, w Windows) ([]KeyStanding, []BudgetStanding, error)
+	// Budgets returns workspaceID's budgets and its include_byok_in_budgets.
+	Budgets(ctx context.Context, workspaceID string) ([]Budget, bool, error)
+	// PutBudget creates or replaces the budget of b.Interval, checking the
+	// order against the others under the workspace's lock (check is called
+	// with the budgets set), and sets include_byok_in_budgets when
+	// includeBYOK is not nil. created reports a new budget.
+	PutBudget(ctx context.Context, b Budget, includeBYOK *bool, check func(map[Interval]money.Micros) error) (stored Budget, created bool, err error)
+	// DeleteBudget removes workspaceID's budget of iv, or ErrNoBudget.
+	DeleteBudget(ctx context.Context, workspaceID string, iv Interval) error
+}
+
+// ErrNoBudget: the workspace has no budget of that interval.
+var ErrNoBudget = errors.New("no budget of this interval")
+
+// ErrNotServiceKey: only service keys report usage.
+var ErrNotServiceKey = fmt.Errorf("%w: only service keys report usage", keys.ErrForbidden)
+
+// Service is the rules of /usage and the budget routes.
+type Service struct {
+	store  Store
+	now    func() time.Time
+	newID  func() string
+	record Runner
+}
+
+// Runner runs work and returns once it has, or returns ctx's error without
+// running it if ctx ends first.
+type Runner func(ctx context.Context, work func()) error
+
+// NewService returns the Service; newID makes budget ids. Recording
+// reports (parsing a batch, storing it) runs through record: the gateway
+// gives it threads of lowered priority (internal/lowprio), so a batch of
+// 1,000, milliseconds of CPU, does not delay the requests sharing the
+// process. A nil record runs it on the caller's goroutine.
+func NewService(store Store, newID func() string, record Runner) *Service {
+	if record == nil {
+		record = func(_ context.Context, work func()) error { work(); return nil }
+	}
+	return &Service{store: store, now: time.Now, newID: newID, record: record}
+}
+
+// Result counts the reports of one call.
+type Result struct {
+	Accepted, Duplicates int
+}
+
+// ReportBatch records a body of POST /usage for the service key caller. It
+// keeps no reference to body, which the caller may reuse once it returns.
+func (s *Service) ReportBatch(ctx context.Context, caller *keys.APIKey, body []byte) (res Result, err error) {
+	if caller.Role != keys.RoleService {
+		return Result{}, ErrNotServiceKey
+	}
+	if runErr := s.record(ctx, func() { res, err = s.reportBatch(ctx, caller.UserID, body) }); runErr != nil {
+		return Result{}, runErr
+	}
+	return res, err
+}
+
+func (s *Service) reportBatch(ctx context.Context, userID string, body []byte) (Result, error) {
+	buf := reportBuffers.Get().(*[]Report)
+	defer func() {
+		clear((*buf)[:cap(*buf)]) // keeps no report's strings alive in the pool
+		reportBuffers.Put(buf)
+	}()
+	reports, err := AppendBatch(*buf, body, s.now())
+	if cap(reports) > cap(*buf) {
+		*buf = reports
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return s.recordReports(ctx, userID, reports, "reports[%d].key")
+}
+
+// reportBuffers recycles the reports of a batch, which nothing keeps once
+// it is recorded: a batch of 1,000 is 70 KiB the collector need not chase
+// on a replica ingesting 20 of them a second.
+var reportBuffers = sync.Pool{New: func() any { return new([]Report) }}
+
+// ReportOne records a body of POST /keys/{hash}/usage.
+func (s *Service) ReportOne(ctx context.Context, caller *keys.APIKey, keyID string, body []byte) (res Result, err error) {
+	if caller.Role != keys.RoleService {
+		return Result{}, ErrNotServiceKey
+	}
+	if _, ok := keys.ParseID(keyID); !ok {
+		return Result{}, keys.ErrKeyNotFound
+	}
+	if runErr := s.record(ctx, func() { res, err = s.reportOne(ctx, caller.UserID, keyID, body) }); runErr != nil {
+		return Result{}, runErr
+	}
+	return res, err
+}
+
+func (s *Service) reportOne(ctx context.Context, userID, keyID string, body []byte) (Result, error) {
+	r, err := ParseOne(body, keyID, s.now())
+	if err != nil {
+		return Result{}, err
+	}
+	known, err := s.store.KeysOf(ctx, userID, []string{keyID})
+	if err != nil {
+		return Result{}, err
+	}
+	if _, ok := known[keyID]; !ok {
+		return Result{}, keys.ErrKeyNotFound
+	}
+	return s.recordReports(ctx, userID, []Report{r}, "key")
+}
+
+func (s *Service) recordReports(ctx context.Context, userID string, reports []Report, keyField string) (Result, error) {
+	// A batch is usually a few keys' reports: only their distinct ids are
+	// looked up.
+	distinct := make(map[string]struct{})
+	var ids []string
+	for _, r := range reports {
+		if _, ok := distinct[r.KeyID]; !ok {
+			distinct[r.KeyID] = struct{}{}
+			ids = append(ids, r.KeyID)
+		}
+	}
+	known, err := s.store.KeysOf(ctx, userID, ids)
+	if err != nil {
+		return Result{}, err
+	}
+	for i, r := range reports {
+		if _, ok := known[r.KeyID]; !ok {
+			field := keyField
+			if len(reports) > 1 || keyField != "key" {
+				field = fmt.Sprintf(keyField, i)
+			}
+			return Result{}, &InvalidError{field, "no such key of this user"}
+		}
+	}
+	n, err := s.store.RecordUsage(ctx, Batch{UserID: userID, Reports: reports, Workspaces: known})
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Accepted: n, Duplicates: len(reports) - n}, nil
+}
+
+// KeyUsage returns the usage of keys now.
+func (s *Service) KeyUsage(ctx context.Context, ids []string) (map[string]Usage, error) {
+	return s.store.KeyUsage(ctx, ids, WindowsAt(s.now()))
+}
+
+// BudgetView is a workspace's budgets and its BYOK setting.
+type BudgetView struct {
+	Budgets     []Budget
+	IncludeBYOK bool
+}
+
+// Budgets lists workspaceID's budgets, widest interval first.
+func (s *Service) Budgets(ctx context.Context, workspaceID string) (BudgetView, error) {
+	bs, byok, err := s.store.Budgets(ctx, workspaceID)
+	if err != nil {
+		return BudgetView{}, err
+	}
+	ordered := make([]Budget, 0, len(bs))
+	for _, iv := range Intervals {
+		for _, b := range bs {
+			if b.Interval == iv {
+				ordered = append(ordered, b)
+			}
+		}
+	}
+	return BudgetView{Budgets: ordered, IncludeBYOK: byok}, nil
+}
+
+// Budget returns workspaceID's budget of iv, or ErrNoBudget.
+func (s *Service) Budget(ctx context.Context, workspaceID string, iv Interval) (Budget, bool, error) {
+	v, err := s.Budgets(ctx, workspaceID)
+	if err != nil {
+		return Budget{}, false, err
+	}
+	for _, b := range v.Budgets {
+		if b.Interval == iv {
+			return b, v.IncludeBYOK, nil
+		}
+	}
+	return Budget{}, false, ErrNoBudget
+}
+
+// PutBudget decodes {"limit_usd", "include_byok_in_budgets"} and sets
+// workspaceID's budget of iv.
+func (s *Service) PutBudget(ctx context.Context, workspaceID string, iv Interval, body []byte) (b Budget, created, includeBYOK bool, err error) {
+	limit, byok, err := parseBudget(body)
+	if err != nil {
+		return Budget{}, false, false, err
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	b = Budget{ID: s.newID(), WorkspaceID: workspaceID, Interval: iv, Limit: limit, CreatedAt: now, UpdatedAt: now}
+	stored, created, err := s.store.PutBudget(ctx, b, byok, func(set map[Interval]money.Micros) error {
+		return CheckOrder(set, iv, limit)
+	})
+	if err != nil {
+		return Budget{}, false, false, err
+	}
+	_, includeBYOK, err = s.store.Budgets(ctx, workspaceID)
+	return stored, created, includeBYOK, err
+}
+
+// DeleteBudget removes workspaceID's budget of iv.
+func (s *Service) DeleteBudget(ctx context.Context, workspaceID string, iv Interval) error {
+	return s.store.DeleteBudget(ctx, workspaceID, iv)
+}
+
+func parseBudget(body []byte) (money.Micros, *bool, error) {
+	var (
+		limit   money.Micros
+		haveLim bool
+		byok    *bool
+		bad     *InvalidError
+	)
+	fail := func(f, p string) {
+		if bad == nil {
+			bad = &InvalidError{f, p}
+		}
+	}
+	err := jsonobj.Walk(body, func(key string, v json.RawMessage) {
+		switch key {
+		case "limit_usd":
+			haveLim = true
+			var n json.Number
+			if v[0] == '"' || json.Unmarshal(v, &n) != nil {
+				fail(key, "must be a number")
+				return
+			}
+			m, err := money.Parse(n.String())
+			switch {
+			case errors.Is(err, money.ErrPrecision):
+				fail(key, "must have at most 6 decimals")
+			case err != nil:
+				fail(key, "must be a number in range")
+			case m <= 0:
+				fail(key, "must be more than 0")
+			}
+			limit = m
+		case "include_byok_in_budgets":
+			var b bool
+			if jsonobj.IsNull(v) || json.Unmarshal(v, &b) != nil {
+				fail(key, "must be true or false")
+			}
+			byok = &b
+		default:
+			fail(key, "unknown field")
+		}
+	})
+	if err := documentError(err); err != nil {
+		return 0, nil, err
+	}
+	if bad != nil {
+		return 0, nil, bad
+	}
+	if !haveLim {
+		return 0, nil, &InvalidError{"limit_usd", "required"}
+	}
+	return limit, byok, nil
+}
+
+// Enforcer holds this replica's view of what is spent and keeps it fresh:
+// requests read it (Decide) without a round trip; Run refreshes it in the
+// background every Interval, at a cost that does not grow with requests.
+// While the store is out of reach the last view stays.
+type Enforcer struct {
+	Store    Store
+	Interval time.Duration // default 1s
+	// OnHealth is told when refreshing starts failing (the error) and
+	// when it works again (nil), once per transition.
+	OnHealth func(error)
+
+	snap    atomic.Pointer[Snapshot]
+	failing bool
+	now     func() time.Time
+}
+
+// Decide is the 402 decision for k on this replica's current view.
+func (e *Enforcer) Decide(k *keys.APIKey) error {
+	return e.snap.Load().Decide(k)
+}
+
+// Refresh computes a new view now.
+func (e *Enforcer) Refresh(ctx context.Context) error {
+	now := time.Now
+	if e.now != nil {
+		now = e.now
+	}
+	w := WindowsAt(now())
+	ks, bs, err := e.Store.Standings(ctx, w)
+	if err != nil {
+		return err
+	}
+	e.snap.Store(NewSnapshot(w, ks, bs))
+	return nil
+}
+
+// Run refreshes until ctx ends.
+func (e *Enforcer) Run(ctx context.Context) {
+	interval := e.Interval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		err := e.Refresh(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if (err != nil) != e.failing {
+			e.failing = err != nil
+			if e.OnHealth != nil {
+				e.OnHealth(err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
