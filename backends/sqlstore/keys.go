@@ -16,8 +16,9 @@ import (
 )
 
 var (
-	_ keys.ManagedStore = (*Store)(nil)
-	_ keys.ChangeLog    = (*Store)(nil)
+	_ keys.ManagedStore  = (*Store)(nil)
+	_ keys.OperatorStore = (*Store)(nil)
+	_ keys.ChangeLog     = (*Store)(nil)
 )
 
 const keyColumns = `id, user_id, name, role, workspace_id, models, hash, disabled, created_at,

@@ -12,6 +12,7 @@ import (
 	"github.com/aigateway/gateway/cmd/gateway/app"
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/keys/seal"
 )
@@ -91,31 +92,25 @@ func keysCreate(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	var problems []string
-	if strings.TrimSpace(*name) == "" || len(*name) > 100 {
-		problems = append(problems, "--name is required (1 to 100 characters)")
-	}
-	if !validUserID(*user) {
-		problems = append(problems, "--user is required (1 to 128 characters of letters, digits, '-', '_', '.', '@')")
-	}
 	if *management && *service {
 		problems = append(problems, "--management and --service exclude each other")
-	}
-	if (*management || *service) && *ws != "" {
-		problems = append(problems, "--workspace applies to standard keys only")
 	}
 	allow, err := parseModels(*models)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
-	}
-	req := app.KeyRequest{Name: *name, User: *user, Role: keys.RoleStandard, Workspace: *ws, Models: allow}
+	req := keys.NewKeyRequest{Name: *name, User: *user, Role: keys.RoleStandard, Workspace: *ws, Models: allow}
 	switch {
 	case *management:
 		req.Role = keys.RoleManagement
 	case *service:
 		req.Role = keys.RoleService
+	}
+	// The key's own rules are the domain's; they are checked here too, so
+	// that a mistyped command is told before the store is opened.
+	problems = append(problems, flagProblems(req.Check())...)
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
 	}
 
 	rt, err := openRuntime(ctx, *path, e)
@@ -172,16 +167,14 @@ func byokSet(ctx context.Context, args []string, e env) error {
 	return nil
 }
 
-func validUserID(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
+// flagProblems words the field problems of err as the flags that set
+// those fields ("--user: must be ...").
+func flagProblems(err error) []string {
+	var out []string
+	for _, f := range invalid.Fields(err) {
+		out = append(out, "--"+f.Name+": "+f.Problem)
 	}
-	for _, c := range s {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-_.@", c)) {
-			return false
-		}
-	}
-	return true
+	return out
 }
 
 // parseModels splits --models; empty means no allowlist (nil).

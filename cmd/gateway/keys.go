@@ -18,8 +18,8 @@ func keysList(ctx context.Context, args []string, e env) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !validUserID(*user) {
-		return errors.New("--user is required (1 to 128 characters of letters, digits, '-', '_', '.', '@')")
+	if !keys.ValidUserID(*user) {
+		return errors.New("--user: must be 1 to 128 characters of letters, digits, '-', '_', '.', '@'")
 	}
 	rt, err := openRuntime(ctx, *path, e)
 	if err != nil {
@@ -28,25 +28,19 @@ func keysList(ctx context.Context, args []string, e env) error {
 	defer rt.Close()
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tROLE\tNAME\tLABEL\tWORKSPACE\tSTATE\tCREATED")
-	for offset := 0; ; offset += keys.PageSize {
-		page, err := rt.Store.ListKeys(ctx, *user, keys.ListQuery{Offset: offset, Limit: keys.PageSize, IncludeDisabled: true})
+	for k, err := range rt.Keys().Keys(ctx, *user) {
 		if err != nil {
 			return err
 		}
-		for _, k := range page {
-			state := "enabled"
-			switch {
-			case k.Disabled:
-				state = "disabled"
-			case k.Expired(time.Now()):
-				state = "expired"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%q\t%s\t%s\t%s\t%s\n", k.ID, k.Role, k.Name, k.Label,
-				orDash(k.WorkspaceID), state, k.CreatedAt.Format(time.RFC3339))
+		state := "enabled"
+		switch {
+		case k.Disabled:
+			state = "disabled"
+		case k.Expired(time.Now()):
+			state = "expired"
 		}
-		if len(page) < keys.PageSize {
-			break
-		}
+		fmt.Fprintf(tw, "%s\t%s\t%q\t%s\t%s\t%s\t%s\n", k.ID, k.Role, k.Name, k.Label,
+			orDash(k.WorkspaceID), state, k.CreatedAt.Format(time.RFC3339))
 	}
 	return tw.Flush()
 }
@@ -68,12 +62,11 @@ func keysChange(ctx context.Context, verb string, args []string, e env) error {
 		return err
 	}
 	defer rt.Close()
-	now := time.Now()
 	switch verb {
 	case "delete":
-		err = rt.Store.RemoveKey(ctx, *id, now)
+		err = rt.Keys().Delete(ctx, *id)
 	default:
-		err = rt.Store.SetKeyDisabled(ctx, *id, verb == "disable", now)
+		err = rt.Keys().SetDisabled(ctx, *id, verb == "disable")
 	}
 	if errors.Is(err, keys.ErrKeyNotFound) {
 		return fmt.Errorf("no key with id %s", *id)

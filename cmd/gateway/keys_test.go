@@ -80,3 +80,35 @@ func TestKeysListDisableDelete(t *testing.T) {
 		t.Error("a malformed id was accepted")
 	}
 }
+
+// TestKeysCreateRefusals: the key's rules are the domain's, worded as the
+// flags that break them, every problem at once, and nothing is stored.
+func TestKeysCreateRefusals(t *testing.T) {
+	path := writeConfig(t, testConfig(t))
+	ctx := context.Background()
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--user", "alice"}, []string{"--name: must be 1 to 100 characters"}},
+		{[]string{"--name", "n", "--user", "al ice"}, []string{"--user: must be 1 to 128 characters"}},
+		{[]string{"--name", strings.Repeat("n", 101)}, []string{"--name:", "--user:"}},
+		{[]string{"--name", "n", "--user", "alice", "--management", "--workspace", "w"}, []string{"--workspace: applies to standard keys only"}},
+		{[]string{"--name", "n", "--user", "alice", "--models", "nope"}, []string{`--models: "nope" is not a model id`}},
+	} {
+		args := append([]string{"keys", "create", "--config", path}, tc.args...)
+		err := run(ctx, args, testGetenv, &bytes.Buffer{})
+		for _, want := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("keys create %v: %v, want %q", tc.args, err, want)
+			}
+		}
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"keys", "list", "--config", path, "--user", "alice"}, testGetenv, &out); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 1 {
+		t.Errorf("a refused key was stored:\n%s", out.String())
+	}
+}

@@ -87,7 +87,7 @@ func startGateway(t testing.TB, cfg configs.Config, withKey bool) *gateway {
 // createKey makes a key of user u1 as the CLI does and returns its secret.
 func (g *gateway) createKey(t testing.TB, role keys.Role) string {
 	t.Helper()
-	token, _, err := g.rt.CreateKey(context.Background(), app.KeyRequest{Name: "test " + string(role), User: "u1", Role: role})
+	token, _, err := g.rt.CreateKey(context.Background(), keys.NewKeyRequest{Name: "test " + string(role), User: "u1", Role: role})
 	if err != nil {
 		t.Fatal(err)
 	}

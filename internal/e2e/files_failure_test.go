@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/backends/providers/providertest"
-	"github.com/aigateway/gateway/cmd/gateway/app"
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/files/blob"
 	"github.com/aigateway/gateway/internal/testenv"
@@ -300,7 +299,7 @@ func TestUploadServerShutdownMidUpload(t *testing.T) {
 			rt, a := buildApp(t, cfg, io.Discard)
 			defer rt.Close()
 			defer a.Close()
-			key, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: "t", User: "alice", Role: keys.RoleStandard})
+			key, _, err := rt.CreateKey(context.Background(), keys.NewKeyRequest{Name: "t", User: "alice", Role: keys.RoleStandard})
 			if err != nil {
 				t.Fatalf("create key: %v", err)
 			}

@@ -529,7 +529,7 @@ func fleetKey(t testing.TB, cfgPath, user string) string {
 		t.Fatalf("open runtime: %v", err)
 	}
 	defer rt.Close()
-	token, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: "fleet", User: user, Role: keys.RoleStandard})
+	token, _, err := rt.CreateKey(context.Background(), keys.NewKeyRequest{Name: "fleet", User: user, Role: keys.RoleStandard})
 	if err != nil {
 		t.Fatalf("create key: %v", err)
 	}

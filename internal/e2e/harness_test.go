@@ -176,7 +176,7 @@ func (g *testGateway) cli(t *testing.T, stdin string, args ...string) (string, e
 	}
 	switch strings.Join(cmd, " ") {
 	case "keys create":
-		req := app.KeyRequest{Name: flags["--name"], User: flags["--user"], Role: keys.RoleStandard, Workspace: flags["--workspace"]}
+		req := keys.NewKeyRequest{Name: flags["--name"], User: flags["--user"], Role: keys.RoleStandard, Workspace: flags["--workspace"]}
 		if flags["--management"] != "" {
 			req.Role = keys.RoleManagement
 		}

@@ -128,7 +128,7 @@ func fleetRoleKey(t *testing.T, cfgPath, user string, role keys.Role) string {
 		t.Fatalf("open runtime: %v", err)
 	}
 	defer rt.Close()
-	token, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: string(role), User: user, Role: role})
+	token, _, err := rt.CreateKey(context.Background(), keys.NewKeyRequest{Name: string(role), User: user, Role: role})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/cmd/gateway/app"
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/policy/keys"
 )
@@ -43,7 +42,7 @@ func BenchmarkUploadStream(b *testing.B) {
 	rt, a := buildApp(b, cfg, io.Discard)
 	gw := httptest.NewServer(a.Handler())
 	b.Cleanup(func() { gw.Close(); a.WaitUploads(); _ = a.Close(); _ = rt.Close() })
-	key, _, err := rt.CreateKey(context.Background(), app.KeyRequest{Name: "bench", User: "alice", Role: keys.RoleStandard})
+	key, _, err := rt.CreateKey(context.Background(), keys.NewKeyRequest{Name: "bench", User: "alice", Role: keys.RoleStandard})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aigateway/gateway/cmd/gateway/app"
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/policy/keys"
 )
@@ -85,11 +84,11 @@ func BenchmarkUsageIngest(b *testing.B) {
 			srv := httptest.NewServer(handler)
 			b.Cleanup(func() { srv.Close(); _ = a.Close(); _ = rt.Close() })
 			ctx := context.Background()
-			svc, _, err := rt.CreateKey(ctx, app.KeyRequest{Name: "svc", User: "alice", Role: keys.RoleService})
+			svc, _, err := rt.CreateKey(ctx, keys.NewKeyRequest{Name: "svc", User: "alice", Role: keys.RoleService})
 			if err != nil {
 				b.Fatal(err)
 			}
-			std, k, err := rt.CreateKey(ctx, app.KeyRequest{Name: "std", User: "alice", Role: keys.RoleStandard})
+			std, k, err := rt.CreateKey(ctx, keys.NewKeyRequest{Name: "std", User: "alice", Role: keys.RoleStandard})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -68,7 +68,7 @@ func Build(ctx context.Context, rt *Runtime) (*App, error) {
 }
 
 func (a *App) build(ctx context.Context) error {
-	cfg, log, st := a.rt.Config, a.rt.Log, a.rt.Store
+	cfg, log, st := a.rt.Config, a.rt.Log, a.rt.store
 	reg := prometheus.NewRegistry()
 	a.registry = reg
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -41,7 +41,7 @@ func (rt *Runtime) SetProviderKey(ctx context.Context, workspaceID, provider str
 	if err != nil {
 		return err
 	}
-	err = rt.Store.PutProviderKey(ctx, id.String(), provider, sealed, keys.MaskSecret(secret.Reveal()))
+	err = rt.store.PutProviderKey(ctx, id.String(), provider, sealed, keys.MaskSecret(secret.Reveal()))
 	switch {
 	case errors.Is(err, workspace.ErrNotFound):
 		return fmt.Errorf("workspace %s does not exist", id)

@@ -35,20 +35,20 @@ func (a *App) buildConsole(ctx context.Context, api http.Handler, sealingKey []b
 	// reads serve's output; a shared database gets its first key from the
 	// CLI, and no link is ever offered once a key exists.
 	if cfg.Metadata.Driver == "sqlite" {
-		any, err := a.rt.Store.AnyKey(ctx)
+		any, err := a.rt.store.AnyKey(ctx)
 		if err != nil {
 			return fmt.Errorf("console: %w", err)
 		}
 		if !any {
 			firstRun = console.NewFirstRun(firstRunTTL, func(ctx context.Context) (string, error) {
-				token, _, err := a.rt.CreateKey(ctx, KeyRequest{Name: "first management key (console)", User: firstRunUser, Role: keys.RoleManagement})
+				token, _, err := a.rt.CreateKey(ctx, keys.NewKeyRequest{Name: "first management key (console)", User: firstRunUser, Role: keys.RoleManagement})
 				return token, err
 			})
 		}
 	}
 	c, err := console.New(console.Options{
 		API: api, SessionKey: sessionKey, TrustedProxies: cfg.Server.TrustedPrefixes(),
-		SessionTTL: cfg.Console.SessionTTL, FirstRun: firstRun, Log: slogOf(a.rt.Log), SignOuts: a.rt.Store,
+		SessionTTL: cfg.Console.SessionTTL, FirstRun: firstRun, Log: slogOf(a.rt.Log), SignOuts: a.rt.store,
 	})
 	if err != nil {
 		return err

@@ -41,7 +41,7 @@ func BenchmarkLookupConsole(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = a.Close(); _ = rt.Close() })
-			token, _, err := rt.CreateKey(context.Background(), KeyRequest{Name: "bench", User: "alice", Role: keys.RoleStandard})
+			token, _, err := rt.CreateKey(context.Background(), keys.NewKeyRequest{Name: "bench", User: "alice", Role: keys.RoleStandard})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -44,11 +44,11 @@ func TestBuildRecordsUsageOnLoweredThreads(t *testing.T) {
 		t.Errorf("%d threads at nice %d after Build, want %d", got, nice, want)
 	}
 
-	svc, _, err := rt.CreateKey(ctx, KeyRequest{Name: "svc", User: "alice", Role: keys.RoleService})
+	svc, _, err := rt.CreateKey(ctx, keys.NewKeyRequest{Name: "svc", User: "alice", Role: keys.RoleService})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, std, err := rt.CreateKey(ctx, KeyRequest{Name: "std", User: "alice", Role: keys.RoleStandard})
+	_, std, err := rt.CreateKey(ctx, keys.NewKeyRequest{Name: "std", User: "alice", Role: keys.RoleStandard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,10 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/aigateway/gateway/catalog"
 	"github.com/aigateway/gateway/policy/keys"
@@ -13,60 +13,32 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// KeyRequest describes a key to create.
-type KeyRequest struct {
-	Name string
-	User string
-	Role keys.Role
-	// Workspace is the id or slug of a standard key's workspace; empty
-	// means the user's default workspace (made on first need).
-	Workspace string
-	// Models restricts which models the key may look up; nil allows all.
-	// Ids are resolved through the catalog (aliases, variants).
-	Models []string
+// Keys is the operator's side of key management, as the command line
+// uses it: the same rules and the same change log as the HTTP routes.
+func (rt *Runtime) Keys() *keys.Operator {
+	return keys.NewOperator(rt.store, keyWorkspaces{workspace.NewService(rt.store, nil)})
 }
 
 // CreateKey makes a key and returns its secret, which is shown this once:
-// only its hash is stored.
-func (rt *Runtime) CreateKey(ctx context.Context, req KeyRequest) (token string, key keys.APIKey, err error) {
-	allow := req.Models
-	if allow != nil {
-		// Allowlists hold canonical ids, so an alias or a variant named here
-		// allows the model it resolves to, and a typo is refused now rather
-		// than silently allowing nothing.
+// only its hash is stored. Models named in req are resolved through the
+// catalog first: allowlists hold canonical ids, so an alias or a variant
+// named here allows the model it resolves to, and a typo is refused now
+// rather than silently allowing nothing.
+func (rt *Runtime) CreateKey(ctx context.Context, req keys.NewKeyRequest) (token string, key keys.APIKey, err error) {
+	if req.Models != nil {
 		src, err := openCatalog(rt.Config.Catalog.Path, rt.Log, prometheus.NewRegistry())
 		if err != nil {
 			return "", key, err
 		}
-		if allow, err = canonicalModels(src.Current(), allow); err != nil {
+		if req.Models, err = canonicalModels(src.Current(), req.Models); err != nil {
 			return "", key, err
 		}
 	}
-	if err := rt.Store.EnsureUser(ctx, req.User); err != nil {
-		return "", key, fmt.Errorf("record user: %w", err)
+	token, key, err = rt.Keys().Create(ctx, req)
+	if errors.Is(err, keys.ErrWorkspaceNotFound) {
+		return "", key, fmt.Errorf("workspace %q of user %q: %w", req.Workspace, req.User, err)
 	}
-	token, k, err := keys.NewKey()
-	if err != nil {
-		return "", key, err
-	}
-	k.UserID, k.CreatorUserID, k.Name, k.Models, k.CreatedAt, k.Role = req.User, req.User, req.Name, allow, time.Now().UTC(), req.Role
-	if req.Role == keys.RoleStandard {
-		svc := workspace.NewService(rt.Store, nil)
-		var w workspace.Workspace
-		if req.Workspace == "" {
-			w, err = svc.Default(ctx, req.User)
-		} else {
-			w, err = svc.Get(ctx, req.User, req.Workspace)
-		}
-		if err != nil {
-			return "", key, fmt.Errorf("workspace %q of user %q: %w", req.Workspace, req.User, err)
-		}
-		k.WorkspaceID = w.ID
-	}
-	if err := rt.Store.CreateKey(ctx, k); err != nil {
-		return "", key, fmt.Errorf("store key: %w", err)
-	}
-	return token, k, nil
+	return token, key, err
 }
 
 // canonicalModels resolves each id through the catalog to the concrete

@@ -61,7 +61,7 @@ func BenchmarkPassthrough(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = a.Close(); _ = rt.Close() })
-	token, _, err := rt.CreateKey(context.Background(), KeyRequest{Name: "bench", User: "alice", Role: keys.RoleManagement})
+	token, _, err := rt.CreateKey(context.Background(), keys.NewKeyRequest{Name: "bench", User: "alice", Role: keys.RoleManagement})
 	if err != nil {
 		b.Fatal(err)
 	}

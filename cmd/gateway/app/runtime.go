@@ -53,7 +53,9 @@ func LoadConfig(path string, getenv func(string) string) (configs.Config, error)
 type Runtime struct {
 	Config configs.Config
 	Log    *zap.Logger
-	Store  *sqlstore.Store
+	// store is reached through the services only (Keys, SetProviderKey,
+	// the App), never by the commands themselves.
+	store  *sqlstore.Store
 	getenv func(string) string
 	flush  func()
 	// logs is where the logs go (Env.Logs), for the access log's writer.
@@ -73,12 +75,12 @@ func Open(ctx context.Context, cfg configs.Config, env Env) (*Runtime, error) {
 		flush()
 		return nil, fmt.Errorf("open %s metadata store: %w", cfg.Metadata.Driver, err)
 	}
-	return &Runtime{Config: cfg, Log: log, Store: st, getenv: env.Getenv, flush: flush, logs: env.Logs}, nil
+	return &Runtime{Config: cfg, Log: log, store: st, getenv: env.Getenv, flush: flush, logs: env.Logs}, nil
 }
 
 // Close closes the store and flushes the logs.
 func (rt *Runtime) Close() error {
-	err := rt.Store.Close()
+	err := rt.store.Close()
 	rt.flush()
 	return err
 }

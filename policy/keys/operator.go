@@ -1,0 +1,173 @@
+package keys
+
+import (
+	"context"
+	"iter"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aigateway/gateway/internal/invalid"
+)
+
+// Operator is what the person who runs the gateway does with keys, beyond
+// what a user may do over HTTP: make a key of any role for any user (the
+// first key of a user can come from nowhere else), list a user's keys of
+// every role, and disable, enable or delete any key by its id. The command
+// line and the console's first-run link go through it, never through the
+// store, so a key made there obeys the same rules as one made over HTTP,
+// and every change reaches the change log that the replicas' revokers read.
+type Operator struct {
+	store      OperatorStore
+	workspaces Workspaces
+	now        func() time.Time
+}
+
+// OperatorStore is what the Operator needs of the store. Unlike
+// ManagedStore, its changes are not scoped to one user.
+type OperatorStore interface {
+	KeyStore
+	// ListKeys returns a page of userID's keys, oldest first.
+	ListKeys(ctx context.Context, userID string, q ListQuery) ([]APIKey, error)
+	// SetKeyDisabled disables or enables the key id of any role and
+	// records the change in the change log; ErrKeyNotFound for an unknown
+	// id.
+	SetKeyDisabled(ctx context.Context, id string, disabled bool, at time.Time) error
+	// RemoveKey deletes the key id of any role and records the change in
+	// the change log; ErrKeyNotFound for an unknown id.
+	RemoveKey(ctx context.Context, id string, at time.Time) error
+}
+
+// NewOperator returns an Operator; workspaces resolves the workspace of a
+// standard key.
+func NewOperator(store OperatorStore, workspaces Workspaces) *Operator {
+	return &Operator{store: store, workspaces: workspaces, now: time.Now}
+}
+
+// NewKeyRequest describes a key the operator makes.
+type NewKeyRequest struct {
+	// Name is shown in lists: 1 to MaxOperatorNameChars characters.
+	Name string
+	// User is the id of the user the key belongs to (see ValidUserID); the
+	// user is recorded if new.
+	User string
+	Role Role
+	// Workspace is the id or slug of a standard key's workspace; "" is the
+	// user's default workspace (made on first need). Other roles have none.
+	Workspace string
+	// Models restricts which models the key may look up, as canonical
+	// catalog ids; nil allows all.
+	Models []string
+}
+
+// MaxOperatorNameChars bounds the name of a key the operator makes.
+const MaxOperatorNameChars = 100
+
+// MaxUserIDLen bounds a user id.
+const MaxUserIDLen = 128
+
+// ValidUserID reports whether s can name a user: 1 to MaxUserIDLen
+// characters of ASCII letters, digits and "-_.@". User ids appear in logs,
+// key listings and the console, so they are kept to characters that read
+// the same everywhere and need no escaping.
+func ValidUserID(s string) bool {
+	if s == "" || len(s) > MaxUserIDLen {
+		return false
+	}
+	for _, c := range s {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-_.@", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Check returns the problems of r as *invalid.Problems (fields "name",
+// "user", "role", "workspace"), or nil.
+func (r NewKeyRequest) Check() error {
+	var p invalid.Problems
+	if strings.TrimSpace(r.Name) == "" || utf8.RuneCountInString(r.Name) > MaxOperatorNameChars {
+		p.Add("name", "must be 1 to 100 characters")
+	}
+	if !ValidUserID(r.User) {
+		p.Add("user", "must be 1 to 128 characters of letters, digits, '-', '_', '.', '@'")
+	}
+	if !r.Role.Valid() {
+		p.Add("role", "must be management, standard or service")
+	} else if r.Role != RoleStandard && r.Workspace != "" {
+		p.Add("workspace", "applies to standard keys only")
+	}
+	return p.Err()
+}
+
+// Create makes a key and returns its secret, which is shown this once: only
+// its hash is stored. A problem of req is *invalid.Problems; an unknown
+// workspace is ErrWorkspaceNotFound.
+func (o *Operator) Create(ctx context.Context, req NewKeyRequest) (token string, key APIKey, err error) {
+	if err := req.Check(); err != nil {
+		return "", key, err
+	}
+	if err := o.store.EnsureUser(ctx, req.User); err != nil {
+		return "", key, err
+	}
+	token, k, err := NewKey()
+	if err != nil {
+		return "", key, err
+	}
+	k.UserID, k.CreatorUserID, k.Name, k.Models, k.Role = req.User, req.User, req.Name, req.Models, req.Role
+	k.CreatedAt = o.now().UTC()
+	if req.Role == RoleStandard {
+		if k.WorkspaceID, err = o.workspaces.WorkspaceID(ctx, req.User, req.Workspace); err != nil {
+			return "", key, err
+		}
+	}
+	if err := o.store.CreateKey(ctx, k); err != nil {
+		return "", key, err
+	}
+	return token, k, nil
+}
+
+// Keys yields every key of userID, of every role, disabled and expired
+// ones too, oldest first, reading the store a page at a time. An invalid
+// user id yields *invalid.Problems.
+func (o *Operator) Keys(ctx context.Context, userID string) iter.Seq2[APIKey, error] {
+	return func(yield func(APIKey, error) bool) {
+		if !ValidUserID(userID) {
+			yield(APIKey{}, invalid.One("user", "must be 1 to 128 characters of letters, digits, '-', '_', '.', '@'"))
+			return
+		}
+		for offset := 0; ; offset += PageSize {
+			page, err := o.store.ListKeys(ctx, userID, ListQuery{Offset: offset, Limit: PageSize, IncludeDisabled: true})
+			if err != nil {
+				yield(APIKey{}, err)
+				return
+			}
+			for _, k := range page {
+				if !yield(k, nil) {
+					return
+				}
+			}
+			if len(page) < PageSize {
+				return
+			}
+		}
+	}
+}
+
+// SetDisabled disables or enables the key id, of any role. The change is
+// logged for the replicas' revokers, so every replica refuses a disabled
+// key within seconds. ErrKeyNotFound for an unknown or malformed id.
+func (o *Operator) SetDisabled(ctx context.Context, id string, disabled bool) error {
+	if _, ok := ParseID(id); !ok {
+		return ErrKeyNotFound
+	}
+	return o.store.SetKeyDisabled(ctx, id, disabled, o.now())
+}
+
+// Delete removes the key id, of any role, as SetDisabled disables it.
+func (o *Operator) Delete(ctx context.Context, id string) error {
+	if _, ok := ParseID(id); !ok {
+		return ErrKeyNotFound
+	}
+	return o.store.RemoveKey(ctx, id, o.now())
+}

@@ -1,0 +1,261 @@
+package keys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aigateway/gateway/internal/invalid"
+)
+
+// operatorStore keeps keys in memory, in creation order, for the Operator.
+type operatorStore struct {
+	users    []string
+	keys     []APIKey
+	changes  []string // "disable id", "enable id", "remove id"
+	listed   int      // ListKeys calls
+	failList error
+}
+
+func (s *operatorStore) EnsureUser(_ context.Context, userID string) error {
+	if !slices.Contains(s.users, userID) {
+		s.users = append(s.users, userID)
+	}
+	return nil
+}
+
+func (s *operatorStore) CreateKey(_ context.Context, k APIKey) error {
+	if !slices.Contains(s.users, k.UserID) {
+		return fmt.Errorf("user %q not recorded", k.UserID)
+	}
+	s.keys = append(s.keys, k)
+	return nil
+}
+
+func (s *operatorStore) KeyByID(_ context.Context, id string) (APIKey, error) {
+	for _, k := range s.keys {
+		if k.ID == id {
+			return k, nil
+		}
+	}
+	return APIKey{}, ErrKeyNotFound
+}
+
+func (s *operatorStore) ListKeys(_ context.Context, userID string, q ListQuery) ([]APIKey, error) {
+	s.listed++
+	if s.failList != nil {
+		return nil, s.failList
+	}
+	var mine []APIKey
+	for _, k := range s.keys {
+		if k.UserID == userID && (q.IncludeDisabled || !k.Disabled) {
+			mine = append(mine, k)
+		}
+	}
+	if q.Offset >= len(mine) {
+		return nil, nil
+	}
+	return mine[q.Offset:min(len(mine), q.Offset+q.Limit)], nil
+}
+
+func (s *operatorStore) SetKeyDisabled(_ context.Context, id string, disabled bool, _ time.Time) error {
+	for i := range s.keys {
+		if s.keys[i].ID == id {
+			s.keys[i].Disabled = disabled
+			s.changes = append(s.changes, map[bool]string{true: "disable ", false: "enable "}[disabled]+id)
+			return nil
+		}
+	}
+	return ErrKeyNotFound
+}
+
+func (s *operatorStore) RemoveKey(_ context.Context, id string, _ time.Time) error {
+	for i := range s.keys {
+		if s.keys[i].ID == id {
+			s.keys = slices.Delete(s.keys, i, i+1)
+			s.changes = append(s.changes, "remove "+id)
+			return nil
+		}
+	}
+	return ErrKeyNotFound
+}
+
+// defaultWorkspaces names each user's default workspace "default-<user>"
+// and knows the slugs listed.
+type defaultWorkspaces map[string]string
+
+func (w defaultWorkspaces) WorkspaceID(_ context.Context, userID, ref string) (string, error) {
+	if ref == "" {
+		return "default-" + userID, nil
+	}
+	if id, ok := w[userID+"/"+ref]; ok {
+		return id, nil
+	}
+	return "", ErrWorkspaceNotFound
+}
+
+func TestOperatorCreate(t *testing.T) {
+	ctx := t.Context()
+	st := &operatorStore{}
+	op := NewOperator(st, defaultWorkspaces{"alice/research": "ws-research"})
+
+	token, k, err := op.Create(ctx, NewKeyRequest{Name: "ci", User: "alice", Role: RoleStandard, Workspace: "research", Models: []string{"openai/gpt-4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !k.Matches(token) || !strings.HasPrefix(token, KeyPrefix) {
+		t.Errorf("the token %q does not open the key it returned", token)
+	}
+	if k.UserID != "alice" || k.CreatorUserID != "alice" || k.WorkspaceID != "ws-research" || k.Role != RoleStandard ||
+		!slices.Equal(k.Models, []string{"openai/gpt-4"}) || k.CreatedAt.IsZero() || k.CreatedAt.Location() != time.UTC {
+		t.Errorf("key = %+v", k)
+	}
+	if len(st.keys) != 1 || st.keys[0].ID != k.ID || !slices.Equal(st.users, []string{"alice"}) {
+		t.Errorf("stored keys %v, users %v", st.keys, st.users)
+	}
+
+	_, k, err = op.Create(ctx, NewKeyRequest{Name: "default", User: "bob", Role: RoleStandard})
+	if err != nil || k.WorkspaceID != "default-bob" {
+		t.Errorf("a standard key without a workspace: %v, workspace %q; want the user's default", err, k.WorkspaceID)
+	}
+	_, k, err = op.Create(ctx, NewKeyRequest{Name: "admin", User: "bob", Role: RoleManagement})
+	if err != nil || k.WorkspaceID != "" || k.Role != RoleManagement {
+		t.Errorf("a management key: %v, %+v", err, k)
+	}
+	if _, _, err := op.Create(ctx, NewKeyRequest{Name: "x", User: "alice", Role: RoleStandard, Workspace: "nope"}); !errors.Is(err, ErrWorkspaceNotFound) {
+		t.Errorf("an unknown workspace: %v, want ErrWorkspaceNotFound", err)
+	}
+	if len(st.keys) != 3 {
+		t.Errorf("%d keys stored, want 3: a refused key is never stored", len(st.keys))
+	}
+}
+
+func TestOperatorCreateRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		req    NewKeyRequest
+		fields []string
+	}{
+		{"no name", NewKeyRequest{User: "alice", Role: RoleStandard}, []string{"name"}},
+		{"blank name", NewKeyRequest{Name: "  ", User: "alice", Role: RoleStandard}, []string{"name"}},
+		{"long name", NewKeyRequest{Name: strings.Repeat("é", 101), User: "alice", Role: RoleStandard}, []string{"name"}},
+		{"no user", NewKeyRequest{Name: "n", Role: RoleStandard}, []string{"user"}},
+		{"user with a space", NewKeyRequest{Name: "n", User: "al ice", Role: RoleStandard}, []string{"user"}},
+		{"unknown role", NewKeyRequest{Name: "n", User: "alice", Role: "root"}, []string{"role"}},
+		{"workspace of a service key", NewKeyRequest{Name: "n", User: "alice", Role: RoleService, Workspace: "w"}, []string{"workspace"}},
+		{"everything", NewKeyRequest{Role: RoleManagement, Workspace: "w"}, []string{"name", "user", "workspace"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &operatorStore{}
+			_, _, err := NewOperator(st, defaultWorkspaces{}).Create(t.Context(), tc.req)
+			var got []string
+			for _, f := range invalid.Fields(err) {
+				got = append(got, f.Name)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.fields) {
+				t.Errorf("fields at fault %v (%v), want %v", got, err, tc.fields)
+			}
+			if len(st.keys) != 0 || len(st.users) != 0 {
+				t.Errorf("a refused request recorded %v, %v", st.users, st.keys)
+			}
+		})
+	}
+}
+
+func TestValidUserID(t *testing.T) {
+	for _, ok := range []string{"alice", "a", "a.b-c_d@example.com", strings.Repeat("x", 128)} {
+		if !ValidUserID(ok) {
+			t.Errorf("ValidUserID(%q) = false", ok)
+		}
+	}
+	for _, bad := range []string{"", strings.Repeat("x", 129), "a b", "a/b", "é", "a\u202eb", "a\n"} {
+		if ValidUserID(bad) {
+			t.Errorf("ValidUserID(%q) = true", bad)
+		}
+	}
+}
+
+func TestOperatorKeysPages(t *testing.T) {
+	ctx := t.Context()
+	st := &operatorStore{}
+	op := NewOperator(st, defaultWorkspaces{})
+	for i := range PageSize + 3 {
+		if _, _, err := op.Create(ctx, NewKeyRequest{Name: fmt.Sprint("k", i), User: "alice", Role: RoleStandard}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := op.Create(ctx, NewKeyRequest{Name: "other", User: "bob", Role: RoleStandard}); err != nil {
+		t.Fatal(err)
+	}
+	if err := op.SetDisabled(ctx, st.keys[1].ID, true); err != nil {
+		t.Fatal(err)
+	}
+	st.listed = 0
+	var names []string
+	for k, err := range op.Keys(ctx, "alice") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, k.Name)
+	}
+	if len(names) != PageSize+3 || names[0] != "k0" || names[1] != "k1" || names[len(names)-1] != fmt.Sprint("k", PageSize+2) {
+		t.Errorf("listed %d keys (%v ...), want all %d of alice's, the disabled one too, oldest first", len(names), names[:min(3, len(names))], PageSize+3)
+	}
+	if st.listed != 2 {
+		t.Errorf("%d pages read, want 2", st.listed)
+	}
+
+	st.failList = errors.New("database down")
+	for _, err := range op.Keys(ctx, "alice") {
+		if !errors.Is(err, st.failList) {
+			t.Errorf("a failing store yields %v", err)
+		}
+	}
+	for _, err := range op.Keys(ctx, "no one") {
+		if len(invalid.Fields(err)) != 1 {
+			t.Errorf("an invalid user id yields %v, want a problem of the user", err)
+		}
+	}
+}
+
+func TestOperatorChanges(t *testing.T) {
+	ctx := t.Context()
+	st := &operatorStore{}
+	op := NewOperator(st, defaultWorkspaces{})
+	_, k, err := op.Create(ctx, NewKeyRequest{Name: "svc", User: "alice", Role: RoleService})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { return op.SetDisabled(ctx, k.ID, true) },
+		func() error { return op.SetDisabled(ctx, k.ID, false) },
+		func() error { return op.Delete(ctx, k.ID) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"disable " + k.ID, "enable " + k.ID, "remove " + k.ID}
+	if !slices.Equal(st.changes, want) {
+		t.Errorf("changes %v, want %v", st.changes, want)
+	}
+	if err := op.Delete(ctx, k.ID); !errors.Is(err, ErrKeyNotFound) {
+		t.Errorf("deleting a deleted key: %v, want ErrKeyNotFound", err)
+	}
+	for _, id := range []string{"", "xyz", "../../x", strings.Repeat("a", 17)} {
+		if err := op.SetDisabled(ctx, id, true); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("SetDisabled(%q) = %v, want ErrKeyNotFound", id, err)
+		}
+		if err := op.Delete(ctx, id); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("Delete(%q) = %v, want ErrKeyNotFound", id, err)
+		}
+	}
+	if len(st.changes) != 3 {
+		t.Errorf("a malformed id reached the store: %v", st.changes)
+	}
+}
