@@ -67,60 +67,145 @@ func Build(ctx context.Context, rt *Runtime) (*App, error) {
 	return a, nil
 }
 
+// build wires the gateway in stages, each of which needs only what the
+// stages before it made: the catalog, the storage, the secrets, the
+// limits, the file services, the background workers, then the HTTP
+// surface. Whatever a stage opens is closed by Close, in reverse order,
+// also when a later stage fails.
 func (a *App) build(ctx context.Context) error {
-	cfg, log, st := a.rt.Config, a.rt.Log, a.rt.store
-	reg := prometheus.NewRegistry()
-	a.registry = reg
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.registry = prometheus.NewRegistry()
+	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	var err error
-	if a.catalog, err = openCatalog(cfg.Catalog.Path, log, reg); err != nil {
+	if a.catalog, err = openCatalog(a.rt.Config.Catalog.Path, a.rt.Log, a.registry); err != nil {
 		return err
 	}
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	a.closers = append(a.closers, func() error { stopWatch(); return nil })
-	go func() {
-		if err := a.catalog.Watch(watchCtx); err != nil {
-			log.Error("catalog file is not watched; reload with SIGHUP", zap.Error(err))
+	a.background("catalog watch", func(ctx context.Context) {
+		if err := a.catalog.Watch(ctx); err != nil {
+			a.rt.Log.Error("catalog file is not watched; reload with SIGHUP", zap.Error(err))
 		}
-	}()
-
-	bucket, err := storage.Open(ctx, StorageOptions(cfg.Storage), log)
+	})
+	bucket, err := a.openStorage(ctx)
 	if err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return err
+	}
+	secrets, err := a.openSecrets()
+	if err != nil {
+		return err
+	}
+	lims, ready, err := openLimits(a.rt.Config, a.rt.Log, a.registry, &a.closers)
+	if err != nil {
+		return err
+	}
+	ready["metadata"] = a.rt.store.Ping
+	if check := a.storageCheck(bucket); check != nil {
+		ready["storage"] = check
+	}
+	svc, err := a.buildServices(bucket, secrets, lims)
+	if err != nil {
+		return err
+	}
+	a.startWorkers(bucket, svc)
+
+	a.api = gateway.New(gateway.Options{
+		Log:             a.rt.Log,
+		AccessLog:       a.accessLog(a.registry),
+		Auth:            svc.auth,
+		Catalog:         a.catalog,
+		Workspaces:      svc.workspaces,
+		Keys:            keys.NewManager(a.rt.store, keyWorkspaces{svc.workspaces}, secrets.sealer),
+		ProviderKeys:    svc.providerKeys,
+		Spend:           spend.NewService(a.rt.store, uuid.NewString, svc.ingest.Do),
+		SpendGuard:      svc.enforcer,
+		Files:           a.files,
+		FileReader:      svc.reader,
+		Limits:          lims.requests,
+		Registry:        a.registry,
+		TrustedProxies:  a.rt.Config.Server.TrustedPrefixes(),
+		ReadyChecks:     ready,
+		BodyReadTimeout: a.rt.Config.Server.BodyReadTimeout,
+		MinUploadRate:   int64(a.rt.Config.Server.MinUploadRate),
+		LingeringClose: gateway.Lingering{
+			MaxBytes: int64(a.rt.Config.Server.LingeringClose.MaxBytes), Timeout: a.rt.Config.Server.LingeringClose.Timeout,
+		},
+	})
+	a.handler = a.api.Handler()
+	if err := a.buildConsole(ctx, a.handler, secrets.sealingKey); err != nil {
+		return err
+	}
+	if a.console != nil {
+		a.handler = withConsole(a.handler, a.api.Guard(console.Prefix, a.console))
+	}
+	return nil
+}
+
+// background runs work in a goroutine until the App closes: Close cancels
+// its context and waits for it to return.
+func (a *App) background(name string, work func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		work(ctx)
+	}()
+	a.closers = append(a.closers, func() error {
+		cancel()
+		<-done
+		a.rt.Log.Debug("stopped", zap.String("worker", name))
+		return nil
+	})
+}
+
+// healthLog logs a background worker's changes of health, which it
+// reports once each: failing (with the error) at warn, recovered at info.
+func healthLog(log *zap.Logger, failing, recovered string) func(error) {
+	return func(err error) {
+		if err != nil {
+			log.Warn(failing, zap.Error(err))
+			return
+		}
+		log.Info(recovered)
+	}
+}
+
+// openStorage opens the bucket the configuration names.
+func (a *App) openStorage(ctx context.Context) (blob.Bucket, error) {
+	bucket, err := storage.Open(ctx, StorageOptions(a.rt.Config.Storage), a.rt.Log)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
 	}
 	a.closers = append(a.closers, bucket.Close)
+	return bucket, nil
+}
 
-	sealingKey, err := a.rt.sealingKey()
-	if err != nil {
-		return err
-	}
-	sealer, err := seal.NewSealer(sealingKey)
-	if err != nil {
-		return err
-	}
-	cursorKey, err := fileCursorKey(sealingKey)
-	if err != nil {
-		return err
-	}
-	var clients []providers.Provider
-	for name, pc := range map[string]configs.Provider{providers.ProviderOpenAI: cfg.Providers.OpenAI, providers.ProviderAnthropic: cfg.Providers.Anthropic} {
-		p, err := providers.New(name, providers.Options{BaseURL: pc.BaseURL, Timeout: pc.Timeout}, log)
-		if err != nil {
-			return fmt.Errorf("providers.%s: %w", name, err)
-		}
-		clients = append(clients, p)
-	}
+// secrets are the keys derived from the one secret a deployment keeps.
+type secrets struct {
+	sealingKey []byte
+	sealer     *seal.Sealer
+	cursorKey  []byte
+}
 
-	lims, ready, err := openLimits(cfg, log, reg, &a.closers)
-	if err != nil {
-		return err
+func (a *App) openSecrets() (secrets, error) {
+	var s secrets
+	var err error
+	if s.sealingKey, err = a.rt.sealingKey(); err != nil {
+		return s, err
 	}
-	ready["metadata"] = st.Ping
+	if s.sealer, err = seal.NewSealer(s.sealingKey); err != nil {
+		return s, err
+	}
+	s.cursorKey, err = fileCursorKey(s.sealingKey)
+	return s, err
+}
+
+// storageCheck is the readiness check of the storage, or nil when the
+// backend has none.
+func (a *App) storageCheck(bucket blob.Bucket) gateway.ReadyCheck {
+	log := a.rt.Log
 	if c, ok := bucket.(blob.Checker); ok {
 		// Without storage only uploads fail (503); lookups and workspaces
 		// still work, so the replica stays in rotation and says so.
-		ready["storage"] = func(ctx context.Context) error {
+		return func(ctx context.Context) error {
 			if err := c.Check(ctx); err != nil {
 				log.Warn("storage check failed", zap.Error(err))
 				return gateway.Degraded{Reason: "file storage unreachable; uploads fail"}
@@ -128,13 +213,52 @@ func (a *App) build(ctx context.Context) error {
 			return nil
 		}
 	}
+	return nil
+}
+
+// services are the domain services the HTTP surface fronts, beyond the
+// catalog and the file upload service (a.files).
+type services struct {
+	workspaces   *workspace.Service
+	reader       *files.ReadService
+	providerKeys *keys.ProviderKeys
+	auth         *keys.Authenticator
+	enforcer     *spend.Enforcer
+	ingest       *lowprio.Pool
+}
+
+func (a *App) buildServices(bucket blob.Bucket, secrets secrets, lims limitSet) (services, error) {
+	cfg, log, st := a.rt.Config, a.rt.Log, a.rt.store
+	var svc services
+	var clients []providers.Provider
+	for name, pc := range map[string]configs.Provider{providers.ProviderOpenAI: cfg.Providers.OpenAI, providers.ProviderAnthropic: cfg.Providers.Anthropic} {
+		p, err := providers.New(name, providers.Options{BaseURL: pc.BaseURL, Timeout: pc.Timeout}, log)
+		if err != nil {
+			return svc, fmt.Errorf("providers.%s: %w", name, err)
+		}
+		clients = append(clients, p)
+	}
+	keyring := providers.NewKeyring(secrets.sealer, clients...)
+	models := catalogModels{a.catalog}
 
 	// The file routes remember the workspaces and provider keys they found
-	// (fileLookupTTL); this replica's own changes make them forget at once.
-	var reader *files.ReadService
-	forgetLookups := func() { reader.Forget() }
-	workspaces := workspace.NewService(workspaceDeletions{Store: st, forget: forgetLookups}, catalogModels{a.catalog})
-	keyring := providers.NewKeyring(sealer, clients...)
+	// (fileLookupTTL). They read workspaces through a service of their
+	// own; this replica's changes to workspaces and provider keys go
+	// through services that make the file routes forget at once.
+	var err error
+	svc.reader, err = files.NewReadService(files.ReadConfig{
+		Downloadable: cfg.Files.Downloadable, CursorKey: secrets.cursorKey, LookupTTL: fileLookupTTL,
+	}, files.ReadDeps{
+		Records: st, Keys: st, Bucket: bucket, Opener: keyring,
+		Workspaces: workspace.NewService(st, models), Log: slogOf(log),
+	})
+	if err != nil {
+		return svc, err
+	}
+	svc.workspaces = workspace.NewService(workspaceDeletions{Store: st, forget: svc.reader.Forget}, models)
+	svc.providerKeys = keys.NewProviderKeys(providerKeyChanges{ProviderKeyStore: st, forget: svc.reader.Forget},
+		keyWorkspaces{svc.workspaces}, secrets.sealer, uuid.NewString)
+
 	a.files = files.NewService(files.Config{
 		MaxFileBytes:   int64(cfg.Limits.MaxFileBytes),
 		WorkspaceQuota: int64(cfg.Limits.WorkspaceStorageBytes),
@@ -142,104 +266,50 @@ func (a *App) build(ctx context.Context) error {
 		Backend:        cfg.Storage.Backend,
 	}, files.Deps{
 		Store: st, Keys: st, Bucket: bucket, Opener: keyring,
-		Workspaces: workspaces, Admission: lims.admission, Log: slogOf(log),
+		Workspaces: svc.workspaces, Admission: lims.admission, Log: slogOf(log),
 	})
-	reader, err = files.NewReadService(files.ReadConfig{
-		Downloadable: cfg.Files.Downloadable, CursorKey: cursorKey, LookupTTL: fileLookupTTL,
-	}, files.ReadDeps{
-		Records: st, Keys: st, Bucket: bucket, Opener: keyring,
-		Workspaces: workspaces, Log: slogOf(log),
-	})
-	if err != nil {
-		return err
-	}
-
-	// Closed after the uploads have finished (Close runs after
-	// WaitUploads), so the last of them keep their reservations.
-	renewCtx, stopRenewing := context.WithCancel(context.Background())
-	renewing := make(chan struct{})
-	go func() { a.files.KeepReservations(renewCtx); close(renewing) }()
-	a.closers = append(a.closers, func() error { stopRenewing(); <-renewing; return nil })
-
-	if sc := cfg.Sweeper; sc.Interval > 0 {
-		sw := sweeper.New(sweeper.Config{Interval: sc.Interval, Grace: sc.Grace, Batch: sc.Batch, Backend: cfg.Storage.Backend},
-			st, bucket, slogOf(log), reg)
-		sweepCtx, stopSweeping := context.WithCancel(context.Background())
-		sweeping := make(chan struct{})
-		go func() { sw.Run(sweepCtx); close(sweeping) }()
-		a.closers = append(a.closers, func() error { stopSweeping(); <-sweeping; return nil })
-	}
 
 	// Revocations made through any replica (or the CLI) reach this one's
 	// authentication cache through the store's change log.
-	auth := keys.NewAuthenticator(st, authCacheTTL)
-	revoker := &keys.Revoker{Log: st, Auth: auth, OnHealth: func(err error) {
-		if err != nil {
-			log.Warn("reading key changes failed; revocations wait until it works again", zap.Error(err))
-			return
-		}
-		log.Info("reading key changes works again")
-	}}
-	revokeCtx, stopRevoking := context.WithCancel(context.Background())
-	revoking := make(chan struct{})
-	go func() { revoker.Run(revokeCtx); close(revoking) }()
-	a.closers = append(a.closers, func() error { stopRevoking(); <-revoking; return nil })
+	svc.auth = keys.NewAuthenticator(st, authCacheTTL)
 
 	// What is spent is decided from this replica's own view, refreshed in
 	// the background from the metadata store: no round trip per request,
 	// and the last view stays while the store is out of reach.
-	enforcer := &spend.Enforcer{Store: st, OnHealth: func(err error) {
-		if err != nil {
-			log.Warn("refreshing spend limits failed; enforcing the last known state", zap.Error(err))
-			return
-		}
-		log.Info("refreshing spend limits works again")
-	}}
-	enforceCtx, stopEnforcing := context.WithCancel(context.Background())
-	enforcing := make(chan struct{})
-	go func() { enforcer.Run(enforceCtx); close(enforcing) }()
-	a.closers = append(a.closers, func() error { stopEnforcing(); <-enforcing; return nil })
+	svc.enforcer = &spend.Enforcer{Store: st, OnHealth: healthLog(log,
+		"refreshing spend limits failed; enforcing the last known state",
+		"refreshing spend limits works again")}
 
 	// Recording usage costs milliseconds of CPU a batch, on a replica
 	// that must answer lookups in a fraction of one: it runs on threads
 	// of lowered priority, taking what the requests leave idle. Half the
 	// Ps at most, since a worker holds its P while it runs.
-	ingest := lowprio.New(max(1, runtime.GOMAXPROCS(0)/2))
-	if err := ingest.Err(); err != nil {
+	svc.ingest = lowprio.New(max(1, runtime.GOMAXPROCS(0)/2))
+	if err := svc.ingest.Err(); err != nil {
 		log.Warn("usage reports are recorded at normal priority, beside the requests", zap.Error(err))
 	}
-	a.closers = append(a.closers, func() error { ingest.Close(); return nil })
+	a.closers = append(a.closers, func() error { svc.ingest.Close(); return nil })
+	return svc, nil
+}
 
-	a.api = gateway.New(gateway.Options{
-		Log:             log,
-		AccessLog:       a.accessLog(reg),
-		Auth:            auth,
-		Catalog:         a.catalog,
-		Workspaces:      workspaces,
-		Keys:            keys.NewManager(st, keyWorkspaces{workspaces}, sealer),
-		ProviderKeys:    keys.NewProviderKeys(providerKeyChanges{ProviderKeyStore: st, forget: forgetLookups}, keyWorkspaces{workspaces}, sealer, uuid.NewString),
-		Spend:           spend.NewService(st, uuid.NewString, ingest.Do),
-		SpendGuard:      enforcer,
-		Files:           a.files,
-		FileReader:      reader,
-		Limits:          lims.requests,
-		Registry:        reg,
-		TrustedProxies:  cfg.Server.TrustedPrefixes(),
-		ReadyChecks:     ready,
-		BodyReadTimeout: cfg.Server.BodyReadTimeout,
-		MinUploadRate:   int64(cfg.Server.MinUploadRate),
-		LingeringClose: gateway.Lingering{
-			MaxBytes: int64(cfg.Server.LingeringClose.MaxBytes), Timeout: cfg.Server.LingeringClose.Timeout,
-		},
-	})
-	a.handler = a.api.Handler()
-	if err := a.buildConsole(ctx, a.handler, sealingKey); err != nil {
-		return err
+// startWorkers starts what each replica runs beside the requests: the
+// renewal of its uploads' reservations, the sweeper, the revoker and the
+// spend refresh. Each stops when the App closes.
+func (a *App) startWorkers(bucket blob.Bucket, svc services) {
+	cfg, log, st := a.rt.Config, a.rt.Log, a.rt.store
+	// Stopped after the uploads have finished (Close runs after
+	// WaitUploads), so the last of them keep their reservations.
+	a.background("reservation renewal", a.files.KeepReservations)
+	if sc := cfg.Sweeper; sc.Interval > 0 {
+		sw := sweeper.New(sweeper.Config{Interval: sc.Interval, Grace: sc.Grace, Batch: sc.Batch, Backend: cfg.Storage.Backend},
+			st, bucket, slogOf(log), a.registry)
+		a.background("sweeper", sw.Run)
 	}
-	if a.console != nil {
-		a.handler = withConsole(a.handler, a.api.Guard(console.Prefix, a.console))
-	}
-	return nil
+	revoker := &keys.Revoker{Log: st, Auth: svc.auth, OnHealth: healthLog(log,
+		"reading key changes failed; revocations wait until it works again",
+		"reading key changes works again")}
+	a.background("revoker", revoker.Run)
+	a.background("spend refresh", svc.enforcer.Run)
 }
 
 // accessLog is the writer of the per-request lines when the logs are JSON
