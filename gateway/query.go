@@ -3,7 +3,6 @@ package gateway
 import (
 	"net/url"
 	"strconv"
-
 )
 
 // readQuery reads a list's query the one strict way: each parameter at most
