@@ -91,12 +91,12 @@ func startExampleGateway() *exampleGateway {
 		_ = os.RemoveAll(dir)
 	}}
 
-	token, key, err := rt.CreateKey(ctx, app.KeyRequest{Name: "uploader", User: "alice", Role: keys.RoleStandard})
+	token, key, err := rt.CreateKey(ctx, keys.NewKeyRequest{Name: "uploader", User: "alice", Role: keys.RoleStandard})
 	if err != nil {
 		log.Fatal(err)
 	}
 	gw.workspaceID = key.WorkspaceID
-	if gw.serviceKey, _, err = rt.CreateKey(ctx, app.KeyRequest{Name: "reader", User: "alice", Role: keys.RoleService}); err != nil {
+	if gw.serviceKey, _, err = rt.CreateKey(ctx, keys.NewKeyRequest{Name: "reader", User: "alice", Role: keys.RoleService}); err != nil {
 		log.Fatal(err)
 	}
 	uploader, err := client.New(srv.URL, token)
