@@ -231,9 +231,15 @@ func (c *Client) once(ctx context.Context, r request) (*http.Response, error) {
 	return c.hc.Do(req)
 }
 
-// sendData sends v as the JSON body of method path (with header's fields
-// and Content-Type), retried when retry, and returns the answer's "data".
-func sendData[T any](ctx context.Context, c *Client, method, path string, header http.Header, v any, retry bool) (*T, error) {
+// envelope is the API's wrapping of one answer: {"data": …}.
+type envelope[T any] struct {
+	Data T `json:"data"`
+}
+
+// sendJSON sends v as the JSON body of method path (with header's fields
+// and Content-Type), retried when retry, and decodes the whole answer as
+// a T.
+func sendJSON[T any](ctx context.Context, c *Client, method, path string, header http.Header, v any, retry bool) (*T, error) {
 	body, err := jsonBody(v)
 	if err != nil {
 		return nil, err
@@ -242,14 +248,22 @@ func sendData[T any](ctx context.Context, c *Client, method, path string, header
 	for k, vs := range header {
 		h[k] = vs
 	}
-	resp, err := c.send(ctx, request{method: method, path: path, header: h, body: body, idempotent: retry})
+	r := request{method: method, path: path, header: h, body: body, idempotent: retry}
+	resp, err := c.send(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	var out struct {
-		Data T `json:"data"`
+	var out T
+	if err := decode(r, resp, &out); err != nil {
+		return nil, err
 	}
-	if err := decode(resp, &out); err != nil {
+	return &out, nil
+}
+
+// sendData is sendJSON returning the answer's "data".
+func sendData[T any](ctx context.Context, c *Client, method, path string, header http.Header, v any, retry bool) (*T, error) {
+	out, err := sendJSON[envelope[T]](ctx, c, method, path, header, v, retry)
+	if err != nil {
 		return nil, err
 	}
 	return &out.Data, nil
@@ -257,18 +271,48 @@ func sendData[T any](ctx context.Context, c *Client, method, path string, header
 
 // getJSON GETs path and decodes the answer into v.
 func (c *Client) getJSON(ctx context.Context, path string, query url.Values, v any) error {
-	resp, err := c.send(ctx, request{method: http.MethodGet, path: path, query: query, idempotent: true})
+	r := request{method: http.MethodGet, path: path, query: query, idempotent: true}
+	resp, err := c.send(ctx, r)
 	if err != nil {
 		return err
 	}
-	return decode(resp, v)
+	return decode(r, resp, v)
 }
 
-// decode reads a JSON answer into v and closes it.
-func decode(resp *http.Response, v any) error {
+// get GETs path and decodes the whole answer as a T.
+func get[T any](ctx context.Context, c *Client, path string, query url.Values) (*T, error) {
+	var v T
+	if err := c.getJSON(ctx, path, query, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// getData GETs path and returns the answer's "data" as a T.
+func getData[T any](ctx context.Context, c *Client, path string, query url.Values) (*T, error) {
+	out, err := get[envelope[T]](ctx, c, path, query)
+	if err != nil {
+		return nil, err
+	}
+	return &out.Data, nil
+}
+
+// remove DELETEs path; a delete is idempotent, so it is retried.
+func (c *Client) remove(ctx context.Context, path string, query url.Values) error {
+	resp, err := c.send(ctx, request{method: http.MethodDelete, path: path, query: query, idempotent: true})
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// decode reads the JSON answer to r into v and closes it. It names the
+// call from r, not from resp.Request, which a caller's RoundTripper may
+// leave nil.
+func decode(r request, resp *http.Response, v any) error {
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("client: decode %s %s answer: %w", resp.Request.Method, resp.Request.URL.Path, err)
+		return fmt.Errorf("client: decode %s %s answer: %w", r.method, r.path, err)
 	}
 	return nil
 }

@@ -50,21 +50,13 @@ func filePath(id string) string { return "/files/" + url.PathEscape(id) }
 
 // GetFile returns a file's metadata.
 func (c *Client) GetFile(ctx context.Context, id string, opts ...FileOption) (*File, error) {
-	var f File
-	if err := c.getJSON(ctx, filePath(id), fileQuery(opts), &f); err != nil {
-		return nil, err
-	}
-	return &f, nil
+	return get[File](ctx, c, filePath(id), fileQuery(opts))
 }
 
 // DeleteFile removes a file and gives its bytes back to the workspace's
 // quota. A file already gone is a 404 *Error.
 func (c *Client) DeleteFile(ctx context.Context, id string, opts ...FileOption) error {
-	resp, err := c.send(ctx, request{method: http.MethodDelete, path: filePath(id), query: fileQuery(opts), idempotent: true})
-	if err != nil {
-		return err
-	}
-	return resp.Body.Close()
+	return c.remove(ctx, filePath(id), fileQuery(opts))
 }
 
 // FilePage is one page of a workspace's files, newest first.
@@ -85,11 +77,7 @@ func (c *Client) ListFiles(ctx context.Context, limit int, cursor string, opts .
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
-	var p FilePage
-	if err := c.getJSON(ctx, "/files", q, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return get[FilePage](ctx, c, "/files", q)
 }
 
 // FilePages yields the pages of a workspace's files, newest first, limit
@@ -97,37 +85,21 @@ func (c *Client) ListFiles(ctx context.Context, limit int, cursor string, opts .
 // exists for the whole walk is yielded once, whatever is uploaded or
 // deleted meanwhile.
 func (c *Client) FilePages(ctx context.Context, limit int, opts ...FileOption) iter.Seq2[*FilePage, error] {
-	return func(yield func(*FilePage, error) bool) {
-		cursor := ""
-		for {
-			p, err := c.ListFiles(ctx, limit, cursor, opts...)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yield(p, nil) || p.Cursor == nil || *p.Cursor == "" {
-				return
-			}
-			cursor = *p.Cursor
+	return pages("", func(cursor string) (*FilePage, string, bool, error) {
+		p, err := c.ListFiles(ctx, limit, cursor, opts...)
+		if err != nil {
+			return nil, "", false, err
 		}
-	}
+		if p.Cursor == nil || *p.Cursor == "" {
+			return p, "", false, nil
+		}
+		return p, *p.Cursor, true, nil
+	})
 }
 
 // Files yields every file of a workspace, newest first (see FilePages).
 func (c *Client) Files(ctx context.Context, opts ...FileOption) iter.Seq2[File, error] {
-	return func(yield func(File, error) bool) {
-		for p, err := range c.FilePages(ctx, 0, opts...) {
-			if err != nil {
-				yield(File{}, err)
-				return
-			}
-			for _, f := range p.Files {
-				if !yield(f, nil) {
-					return
-				}
-			}
-		}
-	}
+	return items(c.FilePages(ctx, 0, opts...), func(p *FilePage) []File { return p.Files })
 }
 
 // ByteRange is a range of a file's bytes, both ends included; End < 0

@@ -83,35 +83,16 @@ func (u KeyUpdate) MarshalJSON() ([]byte, error) {
 // CreateKey makes a standard key (a management key's call). It is sent with
 // an Idempotency-Key, so it is retried safely and its secret is not lost.
 func (c *Client) CreateKey(ctx context.Context, k KeyCreate) (*CreatedKey, error) {
-	body, err := jsonBody(k)
-	if err != nil {
-		return nil, err
-	}
 	idem := k.IdempotencyKey
 	if idem == "" {
 		idem = idempotencyKey()
 	}
-	h := http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {idem}}
-	resp, err := c.send(ctx, request{method: http.MethodPost, path: "/keys", header: h, body: body, idempotent: true})
-	if err != nil {
-		return nil, err
-	}
-	var out CreatedKey
-	if err := decode(resp, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return sendJSON[CreatedKey](ctx, c, http.MethodPost, "/keys", http.Header{"Idempotency-Key": {idem}}, k, true)
 }
 
 // GetKey returns the user's key with that hash (a management key's call).
 func (c *Client) GetKey(ctx context.Context, hash string) (*Key, error) {
-	var out struct {
-		Data Key `json:"data"`
-	}
-	if err := c.getJSON(ctx, "/keys/"+url.PathEscape(hash), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Data, nil
+	return getData[Key](ctx, c, "/keys/"+url.PathEscape(hash), nil)
 }
 
 // OwnKey is a key's view of itself (GET /key): the Key, and what only the
@@ -130,13 +111,7 @@ type RateLimit struct {
 
 // CurrentKey returns the calling key's own view (any key).
 func (c *Client) CurrentKey(ctx context.Context) (*OwnKey, error) {
-	var out struct {
-		Data OwnKey `json:"data"`
-	}
-	if err := c.getJSON(ctx, "/key", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Data, nil
+	return getData[OwnKey](ctx, c, "/key", nil)
 }
 
 // UpdateKey changes the fields of u in the standard key hash. A PATCH sets
@@ -148,49 +123,58 @@ func (c *Client) UpdateKey(ctx context.Context, hash string, u KeyUpdate) (*Key,
 // DeleteKey deletes the standard key hash; every replica refuses it within
 // seconds.
 func (c *Client) DeleteKey(ctx context.Context, hash string) error {
-	resp, err := c.send(ctx, request{method: http.MethodDelete, path: "/keys/" + url.PathEscape(hash), idempotent: true})
-	if err != nil {
-		return err
-	}
-	return resp.Body.Close()
+	return c.remove(ctx, "/keys/"+url.PathEscape(hash), nil)
 }
 
-// KeyQuery selects the keys Keys lists.
+// KeyQuery selects the keys Keys and ListKeys list.
 type KeyQuery struct {
 	IncludeDisabled bool
 	Workspace       string // id or slug; empty: every workspace
 }
 
-// Keys yields every key of the user, oldest first, a page of 100 at a
-// time; it stops at the first error, which it yields.
-func (c *Client) Keys(ctx context.Context, q KeyQuery) iter.Seq2[Key, error] {
-	return func(yield func(Key, error) bool) {
-		for offset := 0; ; {
-			query := url.Values{"offset": {strconv.Itoa(offset)}}
-			if q.IncludeDisabled {
-				query.Set("include_disabled", "true")
-			}
-			if q.Workspace != "" {
-				query.Set("workspace_id", q.Workspace)
-			}
-			var page struct {
-				Data []Key `json:"data"`
-			}
-			if err := c.getJSON(ctx, "/keys", query, &page); err != nil {
-				yield(Key{}, err)
-				return
-			}
-			for _, k := range page.Data {
-				if !yield(k, nil) {
-					return
-				}
-			}
-			if len(page.Data) < 100 {
-				return
-			}
-			offset += len(page.Data)
-		}
+// KeysPerPage is the number of keys of a full page of ListKeys: the
+// gateway's page of GET /keys, which has no other size.
+const KeysPerPage = 100
+
+// KeyPage is one page of the user's keys, oldest first.
+type KeyPage struct {
+	Keys []Key `json:"data"`
+	// Next is the offset of the next page, 0 when this page is the last
+	// (it holds fewer than KeysPerPage keys). The gateway tells no total:
+	// a full page may be followed by an empty one.
+	Next int `json:"-"`
+}
+
+// ListKeys returns the page of the user's keys that q selects, skipping
+// offset of them (a management key's call).
+func (c *Client) ListKeys(ctx context.Context, q KeyQuery, offset int) (*KeyPage, error) {
+	query := url.Values{"offset": {strconv.Itoa(offset)}}
+	if q.IncludeDisabled {
+		query.Set("include_disabled", "true")
 	}
+	if q.Workspace != "" {
+		query.Set("workspace_id", q.Workspace)
+	}
+	p, err := get[KeyPage](ctx, c, "/keys", query)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Keys) >= KeysPerPage {
+		p.Next = offset + len(p.Keys)
+	}
+	return p, nil
+}
+
+// Keys yields every key of the user, oldest first, a page of KeysPerPage
+// at a time; it stops at the first error, which it yields.
+func (c *Client) Keys(ctx context.Context, q KeyQuery) iter.Seq2[Key, error] {
+	return items(pages(0, func(offset int) (*KeyPage, int, bool, error) {
+		p, err := c.ListKeys(ctx, q, offset)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		return offsetPage(p, offset, len(p.Keys), p.Next > 0)
+	}), func(p *KeyPage) []Key { return p.Keys })
 }
 
 // ProviderKey is a workspace's own key for a provider; never its secret.
@@ -260,50 +244,30 @@ func (c *Client) writeProviderKey(ctx context.Context, method, path string, v an
 
 // GetProviderKey returns the provider key id.
 func (c *Client) GetProviderKey(ctx context.Context, id string) (*ProviderKey, error) {
-	var out struct {
-		Data ProviderKey `json:"data"`
-	}
-	if err := c.getJSON(ctx, "/byok/"+url.PathEscape(id), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Data, nil
+	return getData[ProviderKey](ctx, c, "/byok/"+url.PathEscape(id), nil)
 }
 
 // DeleteProviderKey deletes the provider key id.
 func (c *Client) DeleteProviderKey(ctx context.Context, id string) error {
-	resp, err := c.send(ctx, request{method: http.MethodDelete, path: "/byok/" + url.PathEscape(id), idempotent: true})
-	if err != nil {
-		return err
-	}
-	return resp.Body.Close()
+	return c.remove(ctx, "/byok/"+url.PathEscape(id), nil)
 }
 
 // ProviderKeys yields every provider key of the user (of one workspace, id
 // or slug, when workspace is not empty), oldest first.
 func (c *Client) ProviderKeys(ctx context.Context, workspace string) iter.Seq2[ProviderKey, error] {
-	return func(yield func(ProviderKey, error) bool) {
-		for offset := 0; ; {
-			query := url.Values{"offset": {strconv.Itoa(offset)}, "limit": {"100"}}
-			if workspace != "" {
-				query.Set("workspace_id", workspace)
-			}
-			var page struct {
-				Data  []ProviderKey `json:"data"`
-				Total int           `json:"total_count"`
-			}
-			if err := c.getJSON(ctx, "/byok", query, &page); err != nil {
-				yield(ProviderKey{}, err)
-				return
-			}
-			for _, k := range page.Data {
-				if !yield(k, nil) {
-					return
-				}
-			}
-			offset += len(page.Data)
-			if len(page.Data) == 0 || offset >= page.Total {
-				return
-			}
-		}
+	type page struct {
+		Data  []ProviderKey `json:"data"`
+		Total int           `json:"total_count"`
 	}
+	return items(pages(0, func(offset int) (*page, int, bool, error) {
+		query := url.Values{"offset": {strconv.Itoa(offset)}, "limit": {"100"}}
+		if workspace != "" {
+			query.Set("workspace_id", workspace)
+		}
+		p, err := get[page](ctx, c, "/byok", query)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		return offsetPage(p, offset, len(p.Data), offset+len(p.Data) < p.Total)
+	}), func(p *page) []ProviderKey { return p.Data })
 }

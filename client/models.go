@@ -142,13 +142,7 @@ func (c *Client) GetModel(ctx context.Context, id string) (*Model, error) {
 	if !ok || author == "" || slug == "" {
 		return nil, errors.New("client: a model id is author/slug")
 	}
-	var out struct {
-		Data Model `json:"data"`
-	}
-	if err := c.getJSON(ctx, "/model/"+url.PathEscape(author)+"/"+url.PathEscape(slug), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Data, nil
+	return getData[Model](ctx, c, "/model/"+url.PathEscape(author)+"/"+url.PathEscape(slug), nil)
 }
 
 // ListModels returns every model of the catalog (whatever its output),
@@ -207,21 +201,13 @@ type ModelPage struct {
 
 // QueryModels returns the page of the model list q selects.
 func (c *Client) QueryModels(ctx context.Context, q ModelQuery) (*ModelPage, error) {
-	var p ModelPage
-	if err := c.getJSON(ctx, "/models", q.values(), &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return get[ModelPage](ctx, c, "/models", q.values())
 }
 
 // ModelsForUser is QueryModels with the calling key's model allowlist
 // applied.
 func (c *Client) ModelsForUser(ctx context.Context, q ModelQuery) (*ModelPage, error) {
-	var p ModelPage
-	if err := c.getJSON(ctx, "/models/user", q.values(), &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return get[ModelPage](ctx, c, "/models/user", q.values())
 }
 
 // CountModels is how many models the filters of q select.
@@ -230,15 +216,13 @@ func (c *Client) CountModels(ctx context.Context, q ModelQuery) (int, error) {
 	v.Del("sort")
 	v.Del("offset")
 	v.Del("limit")
-	var out struct {
-		Data struct {
-			Count int `json:"count"`
-		} `json:"data"`
-	}
-	if err := c.getJSON(ctx, "/models/count", v, &out); err != nil {
+	out, err := getData[struct {
+		Count int `json:"count"`
+	}](ctx, c, "/models/count", v)
+	if err != nil {
 		return 0, err
 	}
-	return out.Data.Count, nil
+	return out.Count, nil
 }
 
 // Endpoint is one provider serving a model.
@@ -262,13 +246,11 @@ func (c *Client) ModelEndpoints(ctx context.Context, id string) ([]Endpoint, err
 	if !ok || author == "" || slug == "" {
 		return nil, errors.New("client: a model id is author/slug")
 	}
-	var out struct {
-		Data struct {
-			Endpoints []Endpoint `json:"endpoints"`
-		} `json:"data"`
-	}
-	if err := c.getJSON(ctx, "/models/"+url.PathEscape(author)+"/"+url.PathEscape(slug)+"/endpoints", nil, &out); err != nil {
+	out, err := getData[struct {
+		Endpoints []Endpoint `json:"endpoints"`
+	}](ctx, c, "/models/"+url.PathEscape(author)+"/"+url.PathEscape(slug)+"/endpoints", nil)
+	if err != nil {
 		return nil, err
 	}
-	return out.Data.Endpoints, nil
+	return out.Endpoints, nil
 }

@@ -74,7 +74,8 @@ func (c *Client) UploadFile(ctx context.Context, u Upload, opts ...FileOption) (
 		return pr, length, nil
 	}
 	h := http.Header{"Content-Type": {"multipart/form-data; boundary=" + boundary}}
-	resp, err := c.send(ctx, request{method: http.MethodPost, path: "/files", query: fileQuery(opts), header: h, body: body})
+	r := request{method: http.MethodPost, path: "/files", query: fileQuery(opts), header: h, body: body}
+	resp, err := c.send(ctx, r)
 	if pr != nil {
 		// The transport may stop reading early (the gateway refused the
 		// file before its end); stop the writer and wait for it, so
@@ -88,7 +89,7 @@ func (c *Client) UploadFile(ctx context.Context, u Upload, opts ...FileOption) (
 		return nil, err
 	}
 	var f File
-	if err := decode(resp, &f); err != nil {
+	if err := decode(r, resp, &f); err != nil {
 		return nil, err
 	}
 	return &f, nil

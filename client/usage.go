@@ -55,25 +55,14 @@ func (c *Client) ReportUsage(ctx context.Context, reports []UsageReport) (UsageR
 				wire[i].At = r.At.UTC().Format(time.RFC3339Nano)
 			}
 		}
-		body, err := jsonBody(struct {
+		out, err := sendData[UsageResult](ctx, c, http.MethodPost, "/usage", nil, struct {
 			Reports []usageWire `json:"reports"`
-		}{wire})
-		if err != nil {
-			return total, err
-		}
-		resp, err := c.send(ctx, request{method: http.MethodPost, path: "/usage",
-			header: http.Header{"Content-Type": {"application/json"}}, body: body, idempotent: true})
+		}{wire}, true)
 		if err != nil {
 			return total, fmt.Errorf("client: reports %d to %d: %w", start, start+len(batch)-1, err)
 		}
-		var out struct {
-			Data UsageResult `json:"data"`
-		}
-		if err := decode(resp, &out); err != nil {
-			return total, err
-		}
-		total.Accepted += out.Data.Accepted
-		total.Duplicates += out.Data.Duplicates
+		total.Accepted += out.Accepted
+		total.Duplicates += out.Duplicates
 	}
 	return total, nil
 }
@@ -102,11 +91,11 @@ func (c *Client) SetBudget(ctx context.Context, workspace, interval string, limi
 // Budgets returns the workspace's budgets, lifetime first, and whether BYOK
 // usage counts toward them.
 func (c *Client) Budgets(ctx context.Context, workspace string) ([]Budget, bool, error) {
-	var out struct {
+	out, err := get[struct {
 		Data        []Budget `json:"data"`
 		IncludeBYOK bool     `json:"include_byok_in_budgets"`
-	}
-	if err := c.getJSON(ctx, "/workspaces/"+url.PathEscape(workspace)+"/budgets", nil, &out); err != nil {
+	}](ctx, c, "/workspaces/"+url.PathEscape(workspace)+"/budgets", nil)
+	if err != nil {
 		return nil, false, err
 	}
 	return out.Data, out.IncludeBYOK, nil
@@ -114,11 +103,7 @@ func (c *Client) Budgets(ctx context.Context, workspace string) ([]Budget, bool,
 
 // DeleteBudget removes the workspace's budget of interval.
 func (c *Client) DeleteBudget(ctx context.Context, workspace, interval string) error {
-	resp, err := c.send(ctx, request{method: http.MethodDelete, path: budgetPath(workspace, interval), idempotent: true})
-	if err != nil {
-		return err
-	}
-	return resp.Body.Close()
+	return c.remove(ctx, budgetPath(workspace, interval), nil)
 }
 
 func budgetPath(workspace, interval string) string {
@@ -170,11 +155,9 @@ func (c *Client) DailyUsage(ctx context.Context, q DailyQuery) ([]DayUsage, erro
 	if q.KeyHash != "" {
 		query.Set("key", q.KeyHash)
 	}
-	var out struct {
-		Data []DayUsage `json:"data"`
-	}
-	if err := c.getJSON(ctx, "/usage/daily", query, &out); err != nil {
+	days, err := getData[[]DayUsage](ctx, c, "/usage/daily", query)
+	if err != nil {
 		return nil, err
 	}
-	return out.Data, nil
+	return *days, nil
 }

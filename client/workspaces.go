@@ -134,24 +134,14 @@ func (c *Client) writeWorkspace(ctx context.Context, method, path string, v any,
 
 // GetWorkspace returns the workspace with that id or slug (a management key).
 func (c *Client) GetWorkspace(ctx context.Context, idOrSlug string) (*Workspace, error) {
-	var out struct {
-		Data Workspace `json:"data"`
-	}
-	if err := c.getJSON(ctx, "/workspaces/"+url.PathEscape(idOrSlug), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Data, nil
+	return getData[Workspace](ctx, c, "/workspaces/"+url.PathEscape(idOrSlug), nil)
 }
 
 // DeleteWorkspace removes an empty workspace (a management key). The
 // user's default workspace, and one still holding files or keys, are
 // refused with a 400 whose Metadata says what is left.
 func (c *Client) DeleteWorkspace(ctx context.Context, idOrSlug string) error {
-	resp, err := c.send(ctx, request{method: http.MethodDelete, path: "/workspaces/" + url.PathEscape(idOrSlug), idempotent: true})
-	if err != nil {
-		return err
-	}
-	return resp.Body.Close()
+	return c.remove(ctx, "/workspaces/"+url.PathEscape(idOrSlug), nil)
 }
 
 // WorkspacePage is one page of the user's workspaces.
@@ -165,11 +155,7 @@ type WorkspacePage struct {
 // oldest first, skipping offset of them.
 func (c *Client) ListWorkspaces(ctx context.Context, offset, limit int) (*WorkspacePage, error) {
 	q := url.Values{"offset": {strconv.Itoa(offset)}, "limit": {strconv.Itoa(limit)}}
-	var p WorkspacePage
-	if err := c.getJSON(ctx, "/workspaces", q, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return get[WorkspacePage](ctx, c, "/workspaces", q)
 }
 
 // Workspaces yields every workspace of the user, oldest first, fetching
@@ -177,22 +163,12 @@ func (c *Client) ListWorkspaces(ctx context.Context, offset, limit int) (*Worksp
 // yields. A workspace created or deleted during the walk may shift the
 // pages: offsets are what the API offers.
 func (c *Client) Workspaces(ctx context.Context, pageSize int) iter.Seq2[Workspace, error] {
-	return func(yield func(Workspace, error) bool) {
-		for offset := 0; ; {
-			p, err := c.ListWorkspaces(ctx, offset, pageSize)
-			if err != nil {
-				yield(Workspace{}, err)
-				return
-			}
-			for _, w := range p.Workspaces {
-				if !yield(w, nil) {
-					return
-				}
-			}
-			offset += len(p.Workspaces)
-			if len(p.Workspaces) < pageSize || offset >= p.Total {
-				return
-			}
+	return items(pages(0, func(offset int) (*WorkspacePage, int, bool, error) {
+		p, err := c.ListWorkspaces(ctx, offset, pageSize)
+		if err != nil {
+			return nil, 0, false, err
 		}
-	}
+		n := len(p.Workspaces)
+		return offsetPage(p, offset, n, n >= pageSize && offset+n < p.Total)
+	}), func(p *WorkspacePage) []Workspace { return p.Workspaces })
 }
