@@ -34,13 +34,17 @@ var anthropicDialect = dialect{
 		{"anthropic-beta", AnthropicFilesBeta},
 	},
 	requestIDHeader: "request-id",
-	decodeUpload:    decodeAnthropicFile,
+	decodeUpload:    anthropicRecords.upload,
 	decodeError:     decodeAnthropicError,
 	listQuery:       anthropicListQuery,
-	decodeList:      decodeAnthropicList,
-	decodeInfo:      decodeAnthropicInfo,
+	decodeList:      anthropicRecords.list,
+	decodeInfo:      anthropicRecords.info,
 	checkDeleted:    checkAnthropicDeleted,
 }
+
+// anthropicRecords reads Anthropic's answers made of file metadata: one, or
+// a list of them, {"data":[FileMetadata…],"has_more","first_id","last_id"}.
+var anthropicRecords = records[anthropicFile, *anthropicFile]{noun: "file metadata"}
 
 // NewAnthropic returns a client of Anthropic's Files API. opts.BaseURL is
 // the host without /v1 (https://api.anthropic.com).
@@ -64,32 +68,28 @@ var anthropicFileNames = []string{"id", "type", "size_bytes", "created_at", "fil
 
 // read reads file metadata into f.
 func (f *anthropicFile) read(r *jsonReader) error {
-	return members(r, f, (*anthropicFile).member)
+	return members(r, f, anthropicFileNames, (*anthropicFile).member)
 }
 
-func (f *anthropicFile) member(r *jsonReader, key string) error {
+// member reads the member key; anthropicFileNames are the names it reads.
+func (f *anthropicFile) member(r *jsonReader, key string) (known bool, err error) {
 	switch key {
 	case "id":
-		return r.setString(&f.ID)
+		return true, r.setString(&f.ID)
 	case "type":
-		return r.setString(&f.Type)
+		return true, r.setString(&f.Type)
 	case "size_bytes":
-		return r.setInt64(&f.SizeBytes, &f.HasSize)
+		return true, r.setInt64(&f.SizeBytes, &f.HasSize)
 	case "created_at":
-		return r.setTime(&f.CreatedAt)
+		return true, r.setTime(&f.CreatedAt)
 	case "filename":
-		return r.setString(&f.Filename)
+		return true, r.setString(&f.Filename)
 	case "mime_type":
-		return r.setString(&f.MimeType)
+		return true, r.setString(&f.MimeType)
 	case "downloadable":
-		return r.setBool(&f.Downloadable, nil)
+		return true, r.setBool(&f.Downloadable, nil)
 	}
-	// A key that is no name exactly may still be one but for case (anthropicFileNames
-	// are the names of the cases above).
-	if name := foldedName(key, anthropicFileNames); name != "" {
-		return f.member(r, name)
-	}
-	return r.skip()
+	return false, nil
 }
 
 func (f *anthropicFile) info() (files.ProviderFileInfo, error) {
@@ -104,6 +104,14 @@ func (f *anthropicFile) info() (files.ProviderFileInfo, error) {
 		CreatedAt:    f.CreatedAt.UTC(),
 		Downloadable: f.Downloadable,
 	}, nil
+}
+
+// uploaded is the file metadata an upload answers with.
+func (f *anthropicFile) uploaded() (Uploaded, error) {
+	if f.ID == "" || f.Type != "file" || !f.HasSize {
+		return Uploaded{}, errors.New("answer is not file metadata")
+	}
+	return Uploaded{ID: f.ID, Bytes: f.SizeBytes, CreatedAt: f.CreatedAt.UTC()}, nil
 }
 
 // anthropicListQuery maps a page request to limit, after_id and before_id.
@@ -121,91 +129,6 @@ func anthropicListQuery(q files.ProviderListQuery) (string, bool, error) {
 		query = "after_id=" + url.QueryEscape(q.AfterID) + "&" + query
 	}
 	return query, false, nil
-}
-
-// anthropicList is a page of Anthropic's file list.
-type anthropicList struct {
-	data                *[]anthropicFile
-	hasData             bool // data is there, and not null
-	hasMore, hasMoreSet bool
-}
-
-var (
-	anthropicListNames   = []string{"data", "has_more"}
-	anthropicListRecords recordPool[anthropicFile]
-)
-
-func (l *anthropicList) read(r *jsonReader) error {
-	return members(r, l, (*anthropicList).member)
-}
-
-func (l *anthropicList) member(r *jsonReader, key string) (err error) {
-	switch key {
-	case "data":
-		l.hasData, err = elements(r, l.data, (*anthropicFile).read)
-		return err
-	case "has_more":
-		return r.setBool(&l.hasMore, &l.hasMoreSet)
-	case "first_id", "last_id":
-		return r.skip()
-	}
-	// A key that is no name exactly may still be one but for case (anthropicListNames
-	// are the names of the cases above).
-	if name := foldedName(key, anthropicListNames); name != "" {
-		return l.member(r, name)
-	}
-	return r.skip()
-}
-
-// decodeAnthropicList reads {"data":[FileMetadata…],"has_more","first_id","last_id"}.
-func decodeAnthropicList(body []byte) (files.ProviderPage, error) {
-	l := anthropicList{data: anthropicListRecords.get()}
-	defer anthropicListRecords.put(l.data)
-	r := newJSONReader(body)
-	err := l.read(r)
-	if err == nil {
-		err = r.end()
-	}
-	if err != nil {
-		return files.ProviderPage{}, fmt.Errorf("decoding file list: %w", err)
-	}
-	if !l.hasData || !l.hasMoreSet {
-		return files.ProviderPage{}, errors.New("answer is not a file list")
-	}
-	return pageOf(*l.data, l.hasMore)
-}
-
-// decodeAnthropicFileObject reads one file's metadata.
-func decodeAnthropicFileObject(body []byte) (anthropicFile, error) {
-	var f anthropicFile
-	r := newJSONReader(body)
-	err := f.read(r)
-	if err == nil {
-		err = r.end()
-	}
-	if err != nil {
-		return anthropicFile{}, fmt.Errorf("decoding file metadata: %w", err)
-	}
-	return f, nil
-}
-
-func decodeAnthropicInfo(body []byte) (files.ProviderFileInfo, error) {
-	f, err := decodeAnthropicFileObject(body)
-	if err != nil {
-		return files.ProviderFileInfo{}, err
-	}
-	return f.info()
-}
-
-func decodeAnthropicFile(body []byte) (Uploaded, error) {
-	f, err := decodeAnthropicFileObject(body)
-	if err != nil {
-		return Uploaded{}, err
-	}
-	if f.ID == "" || f.Type != "file" || !f.HasSize {
-		return Uploaded{}, errors.New("answer is not file metadata")
-	}
-	return Uploaded{ID: f.ID, Bytes: f.SizeBytes, CreatedAt: f.CreatedAt.UTC()}, nil
 }
 
 // decodeAnthropicError reads

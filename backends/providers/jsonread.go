@@ -496,15 +496,28 @@ func elements[E any](r *jsonReader, s *[]E, read func(e *E, r *jsonReader) error
 }
 
 // members reads an object into t, handing each member's key to member,
-// which reads its value.
-func members[T any](r *jsonReader, t *T, member func(t *T, r *jsonReader, key string) error) error {
+// which reads the member's value if it knows that name and says whether it
+// did. A key member does not know is tried again as the one of names (the
+// names member knows) it equals without regard to case, as encoding/json
+// matches keys; the value of a key still unknown is skipped.
+func members[T any](r *jsonReader, t *T, names []string, member func(t *T, r *jsonReader, key string) (known bool, err error)) error {
 	more, err := r.object()
 	for more && err == nil {
 		var key string
-		if key, err = r.key(); err == nil {
-			if err = member(t, r, key); err == nil {
-				more, err = r.next('}')
+		if key, err = r.key(); err != nil {
+			return err
+		}
+		var known bool
+		if known, err = member(t, r, key); !known && err == nil {
+			if name := foldedName(key, names); name != "" {
+				known, err = member(t, r, name)
 			}
+			if !known && err == nil {
+				err = r.skip()
+			}
+		}
+		if err == nil {
+			more, err = r.next('}')
 		}
 	}
 	return err

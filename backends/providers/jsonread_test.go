@@ -15,12 +15,12 @@ var decoderPairs = []struct {
 	name      string
 	got, want func([]byte) (any, error)
 }{
-	{"openai list", wrap(decodeOpenAIList), wrap(stdDecodeOpenAIList)},
-	{"openai info", wrap(decodeOpenAIInfo), wrap(stdDecodeOpenAIInfo)},
-	{"openai upload", wrap(decodeOpenAIFile), wrap(stdDecodeOpenAIFile)},
-	{"anthropic list", wrap(decodeAnthropicList), wrap(stdDecodeAnthropicList)},
-	{"anthropic info", wrap(decodeAnthropicInfo), wrap(stdDecodeAnthropicInfo)},
-	{"anthropic upload", wrap(decodeAnthropicFile), wrap(stdDecodeAnthropicFile)},
+	{"openai list", wrap(openAIRecords.list), wrap(stdDecodeOpenAIList)},
+	{"openai info", wrap(openAIRecords.info), wrap(stdDecodeOpenAIInfo)},
+	{"openai upload", wrap(openAIRecords.upload), wrap(stdDecodeOpenAIFile)},
+	{"anthropic list", wrap(anthropicRecords.list), wrap(stdDecodeAnthropicList)},
+	{"anthropic info", wrap(anthropicRecords.info), wrap(stdDecodeAnthropicInfo)},
+	{"anthropic upload", wrap(anthropicRecords.upload), wrap(stdDecodeAnthropicFile)},
 }
 
 func wrap[T any](f func([]byte) (T, error)) func([]byte) (any, error) {
@@ -159,7 +159,7 @@ func TestDecodeErrorsByKind(t *testing.T) {
 		strings.Repeat("[", 1e4+1): errJSONType, // the top level is no object
 		`{"x":` + strings.Repeat("[", 1e4) + strings.Repeat("]", 1e4) + `}`: errJSONSyntax,
 	} {
-		if _, err := decodeOpenAIInfo([]byte(body)); !errors.Is(err, want) {
+		if _, err := openAIRecords.info([]byte(body)); !errors.Is(err, want) {
 			t.Errorf("%.20q: %v, want %v", body, err, want)
 		}
 	}
@@ -176,9 +176,9 @@ func BenchmarkDecodeList(b *testing.B) {
 		body   []byte
 		decode func([]byte) (any, error)
 	}{
-		{"openai", page(openAIRecord), wrap(decodeOpenAIList)},
+		{"openai", page(openAIRecord), wrap(openAIRecords.list)},
 		{"openai-encoding-json", page(openAIRecord), wrap(stdDecodeOpenAIList)},
-		{"anthropic", page(anthropicRecord), wrap(decodeAnthropicList)},
+		{"anthropic", page(anthropicRecord), wrap(anthropicRecords.list)},
 		{"anthropic-encoding-json", page(anthropicRecord), wrap(stdDecodeAnthropicList)},
 	} {
 		b.Run(d.name, func(b *testing.B) {

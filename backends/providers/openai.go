@@ -29,13 +29,17 @@ var openAIDialect = dialect{
 	keyHeader:       "Authorization",
 	keyPrefix:       "Bearer ",
 	requestIDHeader: "x-request-id",
-	decodeUpload:    decodeOpenAIFile,
+	decodeUpload:    openAIRecords.upload,
 	decodeError:     decodeOpenAIError,
 	listQuery:       openAIListQuery,
-	decodeList:      decodeOpenAIList,
-	decodeInfo:      decodeOpenAIInfo,
+	decodeList:      openAIRecords.list,
+	decodeInfo:      openAIRecords.info,
 	checkDeleted:    checkOpenAIDeleted,
 }
+
+// openAIRecords reads OpenAI's answers made of File objects: one, or a list
+// of them, {"object":"list","data":[File…],"has_more",…}.
+var openAIRecords = records[openAIFile, *openAIFile]{noun: "file object", listObject: "list"}
 
 // NewOpenAI returns a client of OpenAI's Files API. opts.BaseURL includes
 // the /v1 prefix (https://api.openai.com/v1).
@@ -58,33 +62,29 @@ var openAIFileNames = []string{"id", "object", "bytes", "created_at", "filename"
 
 // read reads a File object into f.
 func (f *openAIFile) read(r *jsonReader) error {
-	return members(r, f, (*openAIFile).member)
+	return members(r, f, openAIFileNames, (*openAIFile).member)
 }
 
-func (f *openAIFile) member(r *jsonReader, key string) error {
+// member reads the member key; openAIFileNames are the names it reads.
+func (f *openAIFile) member(r *jsonReader, key string) (known bool, err error) {
 	switch key {
 	case "id":
-		return r.setString(&f.ID)
+		return true, r.setString(&f.ID)
 	case "object":
-		return r.setString(&f.Object)
+		return true, r.setString(&f.Object)
 	case "bytes":
-		return r.setInt64(&f.Bytes, &f.HasBytes)
+		return true, r.setInt64(&f.Bytes, &f.HasBytes)
 	case "created_at":
-		return r.setInt64(&f.CreatedAt, nil)
+		return true, r.setInt64(&f.CreatedAt, nil)
 	case "filename":
-		return r.setString(&f.Filename)
+		return true, r.setString(&f.Filename)
 	case "purpose":
-		return r.setString(&f.Purpose)
+		return true, r.setString(&f.Purpose)
 	case "status", "status_details", "expires_at":
 		// In every File object, and not needed.
-		return r.skip()
+		return true, r.skip()
 	}
-	// A key that is no name exactly may still be one but for case (openAIFileNames
-	// are the names of the cases above).
-	if name := foldedName(key, openAIFileNames); name != "" {
-		return f.member(r, name)
-	}
-	return r.skip()
+	return false, nil
 }
 
 // openAIUndownloadable are the purposes whose content OpenAI's API refuses
@@ -105,6 +105,14 @@ func (f *openAIFile) info() (files.ProviderFileInfo, error) {
 	}, nil
 }
 
+// uploaded is the File object an upload answers with.
+func (f *openAIFile) uploaded() (Uploaded, error) {
+	if f.ID == "" || f.Object != "file" || !f.HasBytes {
+		return Uploaded{}, errors.New("answer is not a file object")
+	}
+	return Uploaded{ID: f.ID, Bytes: f.Bytes, CreatedAt: time.Unix(f.CreatedAt, 0).UTC()}, nil
+}
+
 // openAIListQuery asks for limit files after AfterID in the order asked.
 // OpenAI has no before: the files before BeforeID are those after it in
 // the opposite order, nearest first, so the page comes back reversed. The
@@ -123,94 +131,6 @@ func openAIListQuery(q files.ProviderListQuery) (string, bool, error) {
 		query = "after=" + url.QueryEscape(after) + "&" + query
 	}
 	return query, reversed, nil
-}
-
-// openAIList is a page of OpenAI's file list.
-type openAIList struct {
-	object              string
-	data                *[]openAIFile
-	hasData             bool // data is there, and not null
-	hasMore, hasMoreSet bool
-}
-
-var (
-	openAIListNames   = []string{"object", "data", "has_more"}
-	openAIListRecords recordPool[openAIFile]
-)
-
-func (l *openAIList) read(r *jsonReader) error {
-	return members(r, l, (*openAIList).member)
-}
-
-func (l *openAIList) member(r *jsonReader, key string) (err error) {
-	switch key {
-	case "object":
-		return r.setString(&l.object)
-	case "data":
-		l.hasData, err = elements(r, l.data, (*openAIFile).read)
-		return err
-	case "has_more":
-		return r.setBool(&l.hasMore, &l.hasMoreSet)
-	case "first_id", "last_id":
-		return r.skip()
-	}
-	// A key that is no name exactly may still be one but for case (openAIListNames
-	// are the names of the cases above).
-	if name := foldedName(key, openAIListNames); name != "" {
-		return l.member(r, name)
-	}
-	return r.skip()
-}
-
-// decodeOpenAIList reads {"object":"list","data":[File…],"has_more",…}.
-func decodeOpenAIList(body []byte) (files.ProviderPage, error) {
-	l := openAIList{data: openAIListRecords.get()}
-	defer openAIListRecords.put(l.data)
-	r := newJSONReader(body)
-	err := l.read(r)
-	if err == nil {
-		err = r.end()
-	}
-	if err != nil {
-		return files.ProviderPage{}, fmt.Errorf("decoding file list: %w", err)
-	}
-	if l.object != "list" || !l.hasData || !l.hasMoreSet {
-		return files.ProviderPage{}, errors.New("answer is not a file list")
-	}
-	return pageOf(*l.data, l.hasMore)
-}
-
-// decodeOpenAIFileObject reads one File object.
-func decodeOpenAIFileObject(body []byte) (openAIFile, error) {
-	var f openAIFile
-	r := newJSONReader(body)
-	err := f.read(r)
-	if err == nil {
-		err = r.end()
-	}
-	if err != nil {
-		return openAIFile{}, fmt.Errorf("decoding file object: %w", err)
-	}
-	return f, nil
-}
-
-func decodeOpenAIInfo(body []byte) (files.ProviderFileInfo, error) {
-	f, err := decodeOpenAIFileObject(body)
-	if err != nil {
-		return files.ProviderFileInfo{}, err
-	}
-	return f.info()
-}
-
-func decodeOpenAIFile(body []byte) (Uploaded, error) {
-	f, err := decodeOpenAIFileObject(body)
-	if err != nil {
-		return Uploaded{}, err
-	}
-	if f.ID == "" || f.Object != "file" || !f.HasBytes {
-		return Uploaded{}, errors.New("answer is not a file object")
-	}
-	return Uploaded{ID: f.ID, Bytes: f.Bytes, CreatedAt: time.Unix(f.CreatedAt, 0).UTC()}, nil
 }
 
 // decodeOpenAIError reads {"error":{"message","type","param","code"}}.

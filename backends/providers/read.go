@@ -274,24 +274,3 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	return 0
 }
-
-// providerFile is a provider's file object as its list and metadata answers
-// carry it.
-type providerFile[F any] interface {
-	*F
-	info() (files.ProviderFileInfo, error)
-}
-
-// pageOf turns a decoded list answer into a page, refusing it whole when
-// one entry cannot be read.
-func pageOf[F any, P providerFile[F]](data []F, hasMore bool) (files.ProviderPage, error) {
-	page := files.ProviderPage{Files: make([]files.ProviderFileInfo, len(data)), HasMore: hasMore}
-	for i := range data {
-		info, err := P(&data[i]).info()
-		if err != nil {
-			return files.ProviderPage{}, fmt.Errorf("file list entry %d: %w", i, err)
-		}
-		page.Files[i] = info
-	}
-	return page, nil
-}
