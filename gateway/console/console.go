@@ -66,7 +66,9 @@ type SignOuts interface {
 
 // Console serves the pages.
 type Console struct {
-	api      http.Handler
+	api http.Handler
+	// hc sends the API clients' requests to api in process.
+	hc       *http.Client
 	sealer   *sealer
 	cookies  cookies
 	ttl      time.Duration
@@ -96,7 +98,12 @@ func New(o Options) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{
-		api: o.API, sealer: s, cookies: cookies{trusted: o.TrustedProxies},
+		api: o.API, hc: &http.Client{
+			Transport: inProcess{api: o.API},
+			// The API does not redirect; if it ever did, the key must not follow.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		sealer: s, cookies: cookies{trusted: o.TrustedProxies},
 		ttl: o.SessionTTL, firstRun: o.FirstRun, signOuts: o.SignOuts, log: o.Log, pages: p, assets: a,
 	}
 	if c.ttl <= 0 {

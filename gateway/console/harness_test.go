@@ -112,9 +112,12 @@ type visitor struct {
 	hc   *http.Client
 }
 
-func (g *gateway) browser(t testing.TB) *visitor {
+func (g *gateway) browser(t testing.TB) *visitor { return newVisitor(t, g.URL) }
+
+// newVisitor is a browser of the console at base.
+func newVisitor(t testing.TB, base string) *visitor {
 	jar, _ := cookiejar.New(nil)
-	return &visitor{t: t, base: g.URL, hc: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+	return &visitor{t: t, base: base, hc: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}}
 }

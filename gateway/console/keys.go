@@ -11,7 +11,7 @@ import (
 )
 
 // keysPerPage is the API's page of GET /keys.
-const keysPerPage = 100
+const keysPerPage = client.KeysPerPage
 
 type keysData struct {
 	Keys       []client.Key
@@ -33,19 +33,6 @@ type keysData struct {
 // limitResets are the windows of a key's spending limit ("" is lifetime).
 var limitResets = []string{"daily", "weekly", "monthly"}
 
-// listKeys reads one page of the user's keys (disabled ones included).
-func (v *visit) listKeys(workspace string, offset int) ([]client.Key, error) {
-	q := url.Values{"offset": {strconv.Itoa(offset)}, "include_disabled": {"true"}}
-	if workspace != "" {
-		q.Set("workspace_id", workspace)
-	}
-	var page struct {
-		Data []client.Key `json:"data"`
-	}
-	err := v.c.call(v.ctx(), v.sess.Key, http.MethodGet, "/api/v1/keys?"+q.Encode(), nil, nil, &page)
-	return page.Data, err
-}
-
 func (c *Console) keys(v *visit) error {
 	return c.showKeys(v, http.StatusOK, nil)
 }
@@ -56,10 +43,11 @@ func (c *Console) showKeys(v *visit, status int, created *client.CreatedKey) err
 	}
 	ws := v.r.URL.Query().Get("workspace")
 	offset := offsetParam(v.r)
-	list, err := v.listKeys(ws, offset)
+	page, err := v.api.ListKeys(v.ctx(), client.KeyQuery{IncludeDisabled: true, Workspace: ws}, offset)
 	if err != nil {
 		return err
 	}
+	list := page.Keys
 	choices, err := v.api.ListWorkspaces(v.ctx(), 0, maxWorkspaceChoices)
 	if err != nil {
 		return err

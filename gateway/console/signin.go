@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // home sends the browser where its key can do something: workspaces for a
 // management key, files for any other.
 func (c *Console) home(w http.ResponseWriter, r *http.Request) {
-	v := c.begin(w, r)
+	v := c.begin(w, r, true)
 	if v == nil {
 		return
 	}
@@ -84,7 +85,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusBadRequest, "Enter an API key to sign in.")
 		return
 	}
-	_, err := c.whoami(withClient(r.Context(), r), key)
+	me, err := c.whoami(withClient(r.Context(), r), key)
 	var apiErr *client.Error
 	switch {
 	case err == nil:
@@ -99,23 +100,93 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusInternalServerError, "The key could not be checked just now. Try again in a moment.")
 		return
 	}
-	if err := c.startSession(w, r, key); err != nil {
+	id, err := c.startSession(w, r, key)
+	if err != nil {
 		c.log.Error("console: seal session", "err", err)
 		again(http.StatusInternalServerError, "The session could not be started. Try again.")
 		return
 	}
+	c.carryCheck(w, r, id, me)
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
 
-// startSession seals key into the session cookie.
-func (c *Console) startSession(w http.ResponseWriter, r *http.Request, key string) error {
-	v, err := c.sealer.seal(session{ID: newToken(), Key: key, Expires: c.sealer.now().Add(c.ttl).Unix(), CSRF: newToken()})
+// startSession seals key into the session cookie and returns the
+// session's id.
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, key string) (string, error) {
+	s := session{ID: newToken(), Key: key, Expires: c.sealer.now().Add(c.ttl).Unix(), CSRF: newToken()}
+	v, err := c.sealer.seal(s)
 	if err != nil {
-		return err
+		return "", err
 	}
 	c.cookies.set(w, r, sessionCookie, v, c.ttl)
 	c.cookies.clear(w, r, formCookie)
-	return nil
+	return s.ID, nil
+}
+
+// checkCookie carries a sign-in's answer of GET /key over the redirects
+// that follow it (to /console/, then to the first page), so signing in
+// asks the API who the key is once instead of once per hop. It is sealed
+// like the session, bound to the session's id, good for checkFor only, and
+// used up by the first page: every later page asks the API again. The
+// first page's own calls of the API still carry the key, so a key revoked
+// meanwhile ends the session there as anywhere else.
+const checkCookie = "console_check"
+
+// checkFor bounds the age of a carried answer.
+const checkFor = 30 * time.Second
+
+// maxCheckCookie bounds a carried answer: a key with a long model list is
+// asked about again rather than carried in a cookie a browser would drop.
+const maxCheckCookie = 3 << 10
+
+// checkAAD binds a sealed value to its use, as sessionAAD does.
+var checkAAD = []byte("gateway console sign-in check v1")
+
+// carriedCheck is what checkCookie holds.
+type carriedCheck struct {
+	Session string        `json:"s"`
+	Until   int64         `json:"u"` // Unix seconds
+	Key     client.OwnKey `json:"k"`
+}
+
+// carryCheck remembers me, the API's answer of the sign-in of session id,
+// for the requests its redirects lead to. Failing to is harmless: they
+// ask the API themselves.
+func (c *Console) carryCheck(w http.ResponseWriter, r *http.Request, id string, me *whoami) {
+	if me == nil {
+		return
+	}
+	b, err := json.Marshal(carriedCheck{Session: id, Until: c.sealer.now().Add(checkFor).Unix(), Key: me.OwnKey})
+	if err != nil {
+		return
+	}
+	v, err := c.sealer.sealValue(b, checkAAD)
+	if err != nil || len(v) > maxCheckCookie {
+		return
+	}
+	c.cookies.set(w, r, checkCookie, v, checkFor)
+}
+
+// takeCheck returns the answer carried from the sign-in of session id, or
+// nil when there is none, it is another session's, or it is too old. The
+// cookie is cleared unless keep.
+func (c *Console) takeCheck(w http.ResponseWriter, r *http.Request, id string, keep bool) *whoami {
+	ck, err := r.Cookie(checkCookie)
+	if err != nil {
+		return nil
+	}
+	if !keep {
+		c.cookies.clear(w, r, checkCookie)
+	}
+	b, err := c.sealer.openValue(ck.Value, checkAAD)
+	if err != nil {
+		return nil
+	}
+	var cc carriedCheck
+	if json.Unmarshal(b, &cc) != nil || cc.Session == "" || cc.Session != id || c.sealer.now().Unix() >= cc.Until {
+		return nil
+	}
+	return &whoami{cc.Key}
 }
 
 // signOut clears the session. It needs the session's CSRF token, so no
@@ -238,7 +309,7 @@ func (c *Console) firstRunCreate(w http.ResponseWriter, r *http.Request) {
 		c.refuse(w, r, http.StatusInternalServerError, "The key could not be created. Try the link again.")
 		return
 	}
-	if err := c.startSession(w, r, secret); err != nil {
+	if _, err := c.startSession(w, r, secret); err != nil {
 		c.log.Error("console: seal session", "err", err)
 	}
 	c.render(w, http.StatusCreated, "firstrun", view{Title: "Your management key", Data: firstRunData{Secret: secret}})

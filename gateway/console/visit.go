@@ -2,15 +2,12 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -55,73 +52,23 @@ func (m *whoami) LimitUsed() float64 {
 // dialled.
 const apiBase = "http://gateway.in-process"
 
-// client returns the API client of key for the browser request r.
-func (c *Console) client(key string) *client.Client {
-	hc := &http.Client{
-		Transport: inProcess{api: c.api},
-		// The API does not redirect; if it ever did, the key must not follow.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+// client returns the API client of key, calling the API in process. It
+// fails only for a key the client refuses (an empty one), which neither a
+// sealed session nor the sign-in form lets through.
+func (c *Console) client(key string) (*client.Client, error) {
 	// The person at the browser decides whether to try again; the console
 	// never waits on a Retry-After for them.
-	cl, err := client.New(apiBase, key, client.WithHTTPClient(hc),
+	return client.New(apiBase, key, client.WithHTTPClient(c.hc),
 		client.WithRetry(client.Retry{MaxAttempts: 1}), client.WithUserAgent("gateway-console/1"))
-	if err != nil {
-		panic(err) // only an empty key or a bad base URL, both excluded
-	}
-	return cl
-}
-
-// call sends one request to the API with key and decodes a 2xx answer's
-// JSON into out (when not nil); any other answer is a *client.Error.
-func (c *Console) call(ctx context.Context, key, method, path string, body io.Reader, header http.Header, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, apiBase+path, body)
-	if err != nil {
-		return err
-	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("User-Agent", "gateway-console/1")
-	resp, err := inProcess{api: c.api}.RoundTrip(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		return readAPIError(resp)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
-}
-
-// readAPIError turns a refusal of the API into *client.Error.
-func readAPIError(resp *http.Response) *client.Error {
-	e := &client.Error{StatusCode: resp.StatusCode, Message: http.StatusText(resp.StatusCode), RequestID: resp.Header.Get("X-Request-Id")}
-	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-		e.RetryAfter = time.Duration(secs) * time.Second
-	}
-	var env struct {
-		Error *struct {
-			Message  string         `json:"message"`
-			Metadata map[string]any `json:"metadata"`
-		} `json:"error"`
-	}
-	if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&env) == nil && env.Error != nil {
-		if env.Error.Message != "" {
-			e.Message = env.Error.Message
-		}
-		e.Metadata = env.Error.Metadata
-	}
-	return e
 }
 
 // whoami asks the API who key is; a key that no longer works is a 401.
 func (c *Console) whoami(ctx context.Context, key string) (*whoami, error) {
-	k, err := c.client(key).CurrentKey(ctx)
+	api, err := c.client(key)
+	if err != nil {
+		return nil, err
+	}
+	k, err := api.CurrentKey(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +78,11 @@ func (c *Console) whoami(ctx context.Context, key string) (*whoami, error) {
 // begin opens the browser's session and checks its key with the API. It
 // answers the browser itself (the sign-in page, or an error page) and
 // returns nil when there is no visit to go on with.
-func (c *Console) begin(w http.ResponseWriter, r *http.Request) *visit {
+//
+// Right after a sign-in, the sign-in's own answer of the API stands in for
+// the check (see carryCheck): keep leaves it for a later request of the
+// same sign-in (home, which only redirects), otherwise it is used up.
+func (c *Console) begin(w http.ResponseWriter, r *http.Request, keep bool) *visit {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil {
 		http.Redirect(w, r, "/console/sign-in", http.StatusSeeOther)
@@ -156,7 +107,17 @@ func (c *Console) begin(w http.ResponseWriter, r *http.Request) *visit {
 			return nil
 		}
 	}
-	v := &visit{w: w, r: r, c: c, sess: s, api: c.client(s.Key)}
+	v := &visit{w: w, r: r, c: c, sess: s}
+	api, err := c.client(s.Key)
+	if err != nil {
+		c.fail(v, err)
+		return nil
+	}
+	v.api = api
+	if me := c.takeCheck(w, r, s.ID, keep); me != nil {
+		v.me = me
+		return v
+	}
 	me, err := c.whoami(v.ctx(), s.Key)
 	if err != nil {
 		c.fail(v, err)
@@ -173,7 +134,7 @@ type pageFunc func(v *visit) error
 // words (a key that stopped working ends the session).
 func (c *Console) page(f pageFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		v := c.begin(w, r)
+		v := c.begin(w, r, false)
 		if v == nil {
 			return
 		}
@@ -190,7 +151,7 @@ func (c *Console) page(f pageFunc) http.HandlerFunc {
 // is small and read whole here.
 func (c *Console) action(f pageFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		v := c.begin(w, r)
+		v := c.begin(w, r, false)
 		if v == nil {
 			return
 		}
