@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,11 +21,24 @@ import (
 // only bounds how long a change the log lost could linger. Expiry needs no
 // message: the cached key carries its expires_at. Unknown ids are cached the
 // same way, so a flood of garbage tokens cannot become a flood of queries.
+//
+// With a revocation bound (SetRevocationBound), a cached verdict is trusted
+// only while it is known to be current: while either the verdict itself or
+// the last successful read of the change log (ChangeLogRead) is younger
+// than the bound. A replica that cannot read the change log (the database
+// is down) goes back to the store for every key once the bound has passed,
+// so a key revoked just before the outage is not served past the bound
+// from a stale cache: its requests fail (503) until the store answers.
 type Authenticator struct {
 	store    KeyStore
 	ttl      time.Duration
 	maxItems int
 	now      func() time.Time
+	// bound is the revocation bound in nanoseconds (0: none); changeLog
+	// is when the last successful read of the change log began, in Unix
+	// nanoseconds.
+	bound     atomic.Int64
+	changeLog atomic.Int64
 
 	mu    sync.RWMutex
 	cache map[string]cachedKey
@@ -32,6 +46,7 @@ type Authenticator struct {
 
 type cachedKey struct {
 	key     *APIKey // nil: the id names no key
+	read    time.Time
 	expires time.Time
 }
 
@@ -68,7 +83,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*APIKe
 	a.mu.RLock()
 	c, hit := a.cache[id]
 	a.mu.RUnlock()
-	if hit && now.Before(c.expires) {
+	if hit && now.Before(c.expires) && a.current(c, now) {
 		return admit(c.key, &sum, now)
 	}
 
@@ -82,6 +97,38 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*APIKe
 	}
 	a.remember(id, &k, now)
 	return admit(&k, &sum, now)
+}
+
+// SetRevocationBound makes cached verdicts trusted only while they or the
+// last successful read of the change log are younger than bound (see
+// Authenticator). Zero turns the bound off. Choose it below the promise
+// made to users for revocations, with room for one poll of the change log.
+func (a *Authenticator) SetRevocationBound(bound time.Duration) {
+	a.bound.Store(int64(bound))
+}
+
+// ChangeLogRead tells the Authenticator that a read of the change log that
+// began at at succeeded and its changes were forgotten: every verdict
+// cached before at is as current as at.
+func (a *Authenticator) ChangeLogRead(at time.Time) {
+	ns := at.UnixNano()
+	for {
+		old := a.changeLog.Load()
+		if ns <= old || a.changeLog.CompareAndSwap(old, ns) {
+			return
+		}
+	}
+}
+
+// current reports whether the verdict c may be trusted at now under the
+// revocation bound.
+func (a *Authenticator) current(c cachedKey, now time.Time) bool {
+	bound := a.bound.Load()
+	if bound == 0 {
+		return true
+	}
+	oldest := now.UnixNano() - bound
+	return c.read.UnixNano() > oldest || a.changeLog.Load() > oldest
 }
 
 // admit decides on a key found for the token's id: the token must be its
@@ -121,7 +168,7 @@ func (a *Authenticator) remember(id string, k *APIKey, now time.Time) {
 			clear(a.cache)
 		}
 	}
-	a.cache[id] = cachedKey{key: k, expires: now.Add(a.ttl)}
+	a.cache[id] = cachedKey{key: k, read: now, expires: now.Add(a.ttl)}
 }
 
 // bearerToken extracts the token of a "Bearer <token>" header; the scheme is

@@ -108,6 +108,8 @@ func (r *Revoker) Poll(ctx context.Context) error {
 	if len(ids) > 0 {
 		r.Auth.Forget(ids...)
 	}
+	// Every change up to start is now applied.
+	r.Auth.ChangeLogRead(start)
 	for seq, at := range r.applied {
 		if at.Before(from) {
 			delete(r.applied, seq)
