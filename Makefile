@@ -8,9 +8,11 @@ TEST_TIMEOUT ?= 12m
 build:
 	$(GO) build -o bin/gateway ./cmd/gateway
 
-# Runs the gateway on the embedded default: SQLite, local disk, in-process limits.
+# Runs the gateway on the embedded default: SQLite, local disk, in-process
+# limits. `make run LISTEN=127.0.0.1:9090` listens elsewhere (so does
+# GATEWAY_LISTEN in the environment).
 run:
-	$(GO) run ./cmd/gateway serve
+	$(GO) run ./cmd/gateway serve $(if $(LISTEN),--listen $(LISTEN))
 
 # Starts Redis, PostgreSQL, an S3-compatible server and a GCS emulator on free
 # loopback ports, runs the whole suite with the race detector against them,

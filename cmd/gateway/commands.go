@@ -35,13 +35,28 @@ func openRuntime(ctx context.Context, path string, e env) (*app.Runtime, error) 
 	return app.Open(ctx, cfg, app.Env{Getenv: e.getenv, Logs: e.stderr})
 }
 
+// listenEnv overrides server.listen from the environment; --listen
+// overrides both.
+const listenEnv = "GATEWAY_LISTEN"
+
 // serve runs the gateway until ctx ends, then drains (see app.App.Serve).
 func serve(ctx context.Context, args []string, e env) error {
 	fs, path := newFlags("serve")
+	listen := fs.String("listen", "", "address to listen on, host:port (default: server.listen, or $"+listenEnv+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	rt, err := openRuntime(ctx, *path, e)
+	cfg, err := app.LoadConfig(*path, e.getenv)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *listen != "":
+		cfg.Server.Listen = *listen
+	case e.getenv(listenEnv) != "":
+		cfg.Server.Listen = e.getenv(listenEnv)
+	}
+	rt, err := app.Open(ctx, cfg, app.Env{Getenv: e.getenv, Logs: e.stderr})
 	if err != nil {
 		return err
 	}
@@ -52,9 +67,11 @@ func serve(ctx context.Context, args []string, e env) error {
 	}
 	defer a.Close()
 	listening := func(addr string) {
-		// The one bootstrap step of an empty embedded store, printed once
-		// (as notebook servers print theirs): the link carries a one-time
-		// token that creates the first management key in the console.
+		// Plain lines on stdout, apart from the JSON logs on stderr: where
+		// to go, every time, and the one bootstrap step of an empty
+		// embedded store (as notebook servers print theirs), whose link
+		// carries a one-time token that creates the first management key.
+		fmt.Fprintln(e.stdout, a.Welcome(addr))
 		if link := a.FirstRunLink(addr); link != "" {
 			fmt.Fprintf(e.stdout, "No API key exists yet. Open this link within 10 minutes to create the first management key (it works once):\n  %s\n", link)
 		}

@@ -189,3 +189,82 @@ func TestServeDrainsOnShutdown(t *testing.T) {
 		t.Fatal("serve did not return after shutdown")
 	}
 }
+
+// TestServeListenAndWelcome: --listen overrides the configured address and
+// GATEWAY_LISTEN, which overrides the configuration; once listening, serve
+// prints where the console is as a plain line, every start.
+func TestServeListenAndWelcome(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Server.Listen = "127.0.0.1:1" // never used: every case overrides it
+	cfg.Console.Enabled = true
+	path := writeConfig(t, cfg)
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	for _, tc := range []struct {
+		name string
+		flag string
+		env  string
+	}{
+		{name: "flag", flag: "127.0.0.1:0"},
+		{name: "environment", env: "127.0.0.1:0"},
+		{name: "flag over environment", flag: "127.0.0.1:0", env: free()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"serve", "--config", path}
+			if tc.flag != "" {
+				args = append(args, "--listen", tc.flag)
+			}
+			getenv := func(name string) string {
+				if name == "GATEWAY_LISTEN" {
+					return tc.env
+				}
+				return testGetenv(name)
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			// Written before listening is told, so read safely after it.
+			var out bytes.Buffer
+			addrc := make(chan string, 1)
+			served := make(chan error, 1)
+			go func() {
+				served <- runWith(ctx, args, env{getenv: getenv, stdin: strings.NewReader(""), stdout: &out, stderr: io.Discard,
+					listening: func(a string) { addrc <- a }})
+			}()
+			var addr string
+			select {
+			case addr = <-addrc:
+			case err := <-served:
+				t.Fatalf("serve stopped: %v", err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("serve did not listen within 10s")
+			}
+			if tc.env != "" && tc.flag != "" && addr == tc.env {
+				t.Errorf("listening on %s from the environment, want the flag's address", addr)
+			}
+			if want := "Gateway console: http://" + addr + "/console/\n"; !strings.HasPrefix(out.String(), want) {
+				t.Errorf("stdout %q, want it to start with %q", out.String(), want)
+			}
+			resp, err := http.Get("http://" + addr + "/healthz")
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("healthz on %s: %v %v", addr, resp, err)
+			}
+			resp.Body.Close()
+			stop()
+			if err := <-served; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+
+	err := runWith(context.Background(), []string{"serve", "--config", path, "--listen", "nowhere"},
+		env{getenv: testGetenv, stdout: io.Discard, stderr: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "server.listen") {
+		t.Errorf("serve --listen nowhere: %v, want the address refused naming server.listen", err)
+	}
+}

@@ -64,29 +64,65 @@ func (a *App) FirstRunLink(addr string) string {
 	if a.firstRun == nil {
 		return ""
 	}
+	return browserBase(addr) + console.Prefix + "first-run?token=" + a.firstRun.Token()
+}
+
+// Welcome is the line serve prints once it listens on addr: where the
+// console is, or, with the console off, where the API is.
+func (a *App) Welcome(addr string) string {
+	if a.console == nil {
+		return "Gateway API: " + browserBase(addr) + "/api/v1 (the console is off: console.enabled)"
+	}
+	return "Gateway console: " + browserBase(addr) + console.Prefix
+}
+
+// browserBase is the http:// origin a person on this machine opens to reach
+// a listener on addr: an unspecified host (0.0.0.0, ::) is localhost.
+func browserBase(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return ""
+		return "http://" + addr
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "localhost"
 	}
-	return "http://" + net.JoinHostPort(host, port) + console.Prefix + "first-run?token=" + a.firstRun.Token()
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // withConsole sends /console/ to the console and everything else to api
 // untouched, so the API's routes, and its figures, are what they are
-// without it.
+// without it. A browser that opens the gateway's root is sent to the
+// console (API clients, which ask for JSON, keep the API's 404), and the
+// icon every browser asks for is answered with nothing rather than a JSON
+// error on every page view.
 func withConsole(api, c http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, console.Prefix) || r.URL.Path == "/console" {
-			if r.URL.Path == "/console" {
-				http.Redirect(w, r, console.Prefix, http.StatusMovedPermanently)
-				return
-			}
+		switch {
+		case r.URL.Path == "/console":
+			http.Redirect(w, r, console.Prefix, http.StatusMovedPermanently)
+		case strings.HasPrefix(r.URL.Path, console.Prefix):
 			c.ServeHTTP(w, r)
-			return
+		case r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && wantsHTML(r):
+			http.Redirect(w, r, console.Prefix, http.StatusSeeOther)
+		case r.URL.Path == "/favicon.ico" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+			w.Header().Set("Cache-Control", "public, max-age=86400")
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			api.ServeHTTP(w, r)
 		}
-		api.ServeHTTP(w, r)
 	})
+}
+
+// wantsHTML reports whether r is a browser's navigation: its Accept names
+// text/html (browsers send it first; API clients never do).
+func wantsHTML(r *http.Request) bool {
+	for _, accept := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(accept, ",") {
+			mediaType, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if strings.EqualFold(strings.TrimSpace(mediaType), "text/html") {
+				return true
+			}
+		}
+	}
+	return false
 }
