@@ -142,16 +142,14 @@ func (s *Service) reportOne(ctx context.Context, userID, keyID string, body []by
 	if err != nil {
 		return Result{}, err
 	}
-	known, err := s.store.KeysOf(ctx, userID, []string{keyID})
-	if err != nil {
-		return Result{}, err
-	}
-	if _, ok := known[keyID]; !ok {
-		return Result{}, keys.ErrKeyNotFound
-	}
-	return s.recordReports(ctx, userID, []Report{r}, "key")
+	return s.recordReports(ctx, userID, []Report{r}, "")
 }
 
+// recordReports stores reports once their keys are known to be userID's,
+// asking the store once. A key of another user (or none) is refused: in a
+// batch as the field keyField names (a format taking the report's index),
+// for a report alone (keyField "") as keys.ErrKeyNotFound, since its key is
+// the route's.
 func (s *Service) recordReports(ctx context.Context, userID string, reports []Report, keyField string) (Result, error) {
 	// A batch is usually a few keys' reports: only their distinct ids are
 	// looked up.
@@ -169,11 +167,10 @@ func (s *Service) recordReports(ctx context.Context, userID string, reports []Re
 	}
 	for i, r := range reports {
 		if _, ok := known[r.KeyID]; !ok {
-			field := keyField
-			if len(reports) > 1 || keyField != "key" {
-				field = fmt.Sprintf(keyField, i)
+			if keyField == "" {
+				return Result{}, keys.ErrKeyNotFound
 			}
-			return Result{}, &InvalidError{field, "no such key of this user"}
+			return Result{}, &InvalidError{fmt.Sprintf(keyField, i), "no such key of this user"}
 		}
 	}
 	n, err := s.store.RecordUsage(ctx, Batch{UserID: userID, Reports: reports, Workspaces: known})

@@ -172,3 +172,35 @@ func (s runnerCheckingStore) RecordUsage(ctx context.Context, b Batch) (int, err
 	}
 	return s.recordingStore.RecordUsage(ctx, b)
 }
+
+// countingStore counts the lookups of key ownership; every key is alice's.
+type countingStore struct {
+	recordingStore
+	keysOf int
+}
+
+func (s *countingStore) KeysOf(ctx context.Context, user string, ids []string) (map[string]string, error) {
+	s.keysOf++
+	return s.recordingStore.KeysOf(ctx, user, ids)
+}
+
+// TestReportOneLooksUpItsKeyOnce: a single report asks the store whose key
+// it names once, as a batch does, and an unknown key is still a 404.
+func TestReportOneLooksUpItsKeyOnce(t *testing.T) {
+	store := &countingStore{}
+	svc := NewService(store, nil, nil)
+	caller := &keys.APIKey{UserID: "alice", Role: keys.RoleService}
+	if res, err := svc.ReportOne(context.Background(), caller, "00000000000000aa", []byte(`{"id":"r-1","cost":1}`)); err != nil || res.Accepted != 1 {
+		t.Fatalf("ReportOne = %+v, %v", res, err)
+	}
+	if store.keysOf != 1 {
+		t.Errorf("KeysOf called %d times for one report, want 1", store.keysOf)
+	}
+	store.keysOf = 0
+	if _, err := svc.ReportOne(context.Background(), caller, "00000000000000ff", []byte(`{"id":"r-2","cost":1}`)); !errors.Is(err, keys.ErrKeyNotFound) {
+		t.Errorf("a report of another user's key: %v, want ErrKeyNotFound", err)
+	}
+	if store.keysOf != 1 || len(store.recorded) != 1 {
+		t.Errorf("an unknown key: KeysOf called %d times, %d reports recorded; want 1 and 1", store.keysOf, len(store.recorded))
+	}
+}
