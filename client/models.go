@@ -138,11 +138,23 @@ type Benchmarks struct {
 // GetModel returns the model with id "author/slug" (a variant
 // "author/slug:free" and a "~author/name-latest" alias work too).
 func (c *Client) GetModel(ctx context.Context, id string) (*Model, error) {
+	path, err := modelPath(id)
+	if err != nil {
+		return nil, err
+	}
+	return getData[Model](ctx, c, "/model/"+path, nil)
+}
+
+// errModelID: a model id is not of the form author/slug.
+var errModelID = errors.New("client: a model id is author/slug")
+
+// modelPath is the model id "author/slug" as two escaped path segments.
+func modelPath(id string) (string, error) {
 	author, slug, ok := strings.Cut(id, "/")
 	if !ok || author == "" || slug == "" {
-		return nil, errors.New("client: a model id is author/slug")
+		return "", errModelID
 	}
-	return getData[Model](ctx, c, "/model/"+url.PathEscape(author)+"/"+url.PathEscape(slug), nil)
+	return url.PathEscape(author) + "/" + url.PathEscape(slug), nil
 }
 
 // ListModels returns every model of the catalog (whatever its output),
@@ -242,13 +254,13 @@ type Endpoint struct {
 // ModelEndpoints returns the endpoints the catalog declares for the model
 // "author/slug" (none: an empty list).
 func (c *Client) ModelEndpoints(ctx context.Context, id string) ([]Endpoint, error) {
-	author, slug, ok := strings.Cut(id, "/")
-	if !ok || author == "" || slug == "" {
-		return nil, errors.New("client: a model id is author/slug")
+	path, err := modelPath(id)
+	if err != nil {
+		return nil, err
 	}
 	out, err := getData[struct {
 		Endpoints []Endpoint `json:"endpoints"`
-	}](ctx, c, "/models/"+url.PathEscape(author)+"/"+url.PathEscape(slug)+"/endpoints", nil)
+	}](ctx, c, "/models/"+path+"/endpoints", nil)
 	if err != nil {
 		return nil, err
 	}
