@@ -8,12 +8,18 @@
 // where none is due, unknown query parameters, downloads the provider does
 // not serve), and has knobs to fail, throttle, hang or redirect.
 //
+// NewOpenAIInMemory and NewAnthropicInMemory start the same stand-ins
+// without a network listener, reached through Server.Dial only, for tests
+// run in a testing/synctest bubble: a call's timeout is then waited out on
+// the bubble's clock, at once, rather than on the wall's.
+//
 // The stand-ins are written from the providers' public API references and
-// deliberately share no code or constants with package byok, so a mistake
-// there is not mirrored here.
+// deliberately share no code or constants with package providers, so a
+// mistake there is not mirrored here.
 package providertest
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -100,6 +106,7 @@ type Server struct {
 
 	dialect dialect
 	srv     *httptest.Server
+	pipes   *pipeListener // the in-memory listener; nil for a network one
 	release chan struct{}
 	dir     string // uploaded contents
 
@@ -136,7 +143,7 @@ type knobs struct {
 //	GET    /v1/files/{id}
 //	GET    /v1/files/{id}/content
 //	DELETE /v1/files/{id}
-func NewOpenAI(t testing.TB) *Server { return start(t, openAI{}, OpenAIKey, "/v1") }
+func NewOpenAI(t testing.TB) *Server { return start(t, openAI{}, OpenAIKey, "/v1", false) }
 
 // NewAnthropic starts an Anthropic Files API stand-in, closed when the test
 // ends.
@@ -147,9 +154,21 @@ func NewOpenAI(t testing.TB) *Server { return start(t, openAI{}, OpenAIKey, "/v1
 //	GET    /v1/files/{id}
 //	GET    /v1/files/{id}/content
 //	DELETE /v1/files/{id}
-func NewAnthropic(t testing.TB) *Server { return start(t, anthropic{}, AnthropicKey, "") }
+func NewAnthropic(t testing.TB) *Server { return start(t, anthropic{}, AnthropicKey, "", false) }
 
-func start(t testing.TB, d dialect, key, basePath string) *Server {
+// NewOpenAIInMemory starts the stand-in NewOpenAI does, listening on no
+// socket: a client reaches it only with Server.Dial as its dialer (an
+// http.Transport's DialContext), over in-memory connections. Every
+// goroutine it starts blocks on channels only, so it can run inside a
+// testing/synctest bubble: start it, and the client, from within one.
+func NewOpenAIInMemory(t testing.TB) *Server { return start(t, openAI{}, OpenAIKey, "/v1", true) }
+
+// NewAnthropicInMemory is NewOpenAIInMemory's Anthropic stand-in.
+func NewAnthropicInMemory(t testing.TB) *Server {
+	return start(t, anthropic{}, AnthropicKey, "", true)
+}
+
+func start(t testing.TB, d dialect, key, basePath string, inMemory bool) *Server {
 	t.Helper()
 	s := &Server{
 		Key:      key,
@@ -174,6 +193,11 @@ func start(t testing.TB, d dialect, key, basePath string) *Server {
 		s.finish(rec)
 	})
 	s.srv = httptest.NewUnstartedServer(mux)
+	if inMemory {
+		s.srv.Listener.Close()
+		s.pipes = newPipeListener()
+		s.srv.Listener = s.pipes
+	}
 	s.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
 		if state == http.StateNew {
 			s.mu.Lock()
@@ -188,6 +212,18 @@ func start(t testing.TB, d dialect, key, basePath string) *Server {
 	// return, so Close does not wait for them.
 	t.Cleanup(func() { close(s.release) })
 	return s
+}
+
+// Dial connects to the stand-in, whatever the address asked: in memory
+// for one made by NewOpenAIInMemory or NewAnthropicInMemory, over the
+// network otherwise. It has the signature of an http.Transport's
+// DialContext.
+func (s *Server) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	if s.pipes != nil {
+		return s.pipes.dial(ctx)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", s.srv.Listener.Addr().String())
 }
 
 // FailUploads makes later uploads answer status (>= 400) with the
@@ -299,7 +335,7 @@ func (s *Server) AwaitRequests(t testing.TB, n int) []Request {
 		select {
 		case <-changed:
 		case <-timeout.C:
-			t.Fatalf("byoktest: waited 10s for %d requests, have %d", n, len(s.Requests()))
+			t.Fatalf("providertest: waited 10s for %d requests, have %d", n, len(s.Requests()))
 			return nil
 		}
 	}
