@@ -1,6 +1,7 @@
 package providers_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -13,10 +14,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aigateway/gateway/backends/providers"
@@ -41,19 +44,38 @@ type harness struct {
 type providerCase struct {
 	name     string
 	standIn  func(testing.TB) *providertest.Server
+	inMemory func(testing.TB) *providertest.Server // the stand-in for a synctest bubble
 	provider func(providers.Options, *zap.Logger) (providers.Provider, error)
 }
 
 var cases = []providerCase{
-	{providers.ProviderOpenAI, providertest.NewOpenAI, func(o providers.Options, l *zap.Logger) (providers.Provider, error) { return providers.NewOpenAI(o, l) }},
-	{providers.ProviderAnthropic, providertest.NewAnthropic, func(o providers.Options, l *zap.Logger) (providers.Provider, error) {
-		return providers.NewAnthropic(o, l)
-	}},
+	{providers.ProviderOpenAI, providertest.NewOpenAI, providertest.NewOpenAIInMemory,
+		func(o providers.Options, l *zap.Logger) (providers.Provider, error) { return providers.NewOpenAI(o, l) }},
+	{providers.ProviderAnthropic, providertest.NewAnthropic, providertest.NewAnthropicInMemory,
+		func(o providers.Options, l *zap.Logger) (providers.Provider, error) {
+			return providers.NewAnthropic(o, l)
+		}},
 }
 
 func newHarness(t *testing.T, pc providerCase, opts providers.Options) *harness {
 	t.Helper()
-	stand := pc.standIn(t)
+	return harnessOn(t, pc, pc.standIn(t), opts)
+}
+
+// newBubbleHarness is newHarness for a test inside a synctest bubble: the
+// stand-in is in memory and the provider dials it there, so the call's
+// timeouts run on the bubble's clock, and waiting one out takes no time.
+func newBubbleHarness(t *testing.T, pc providerCase, opts providers.Options) *harness {
+	t.Helper()
+	h := harnessOn(t, pc, pc.inMemory(t), opts)
+	providers.DialThrough(h.p, h.stand.Dial)
+	return h
+}
+
+// harnessOn wires pc's provider to stand; opts.BaseURL, when empty, is the
+// stand-in's.
+func harnessOn(t *testing.T, pc providerCase, stand *providertest.Server, opts providers.Options) *harness {
+	t.Helper()
 	if opts.BaseURL == "" {
 		opts.BaseURL = stand.BaseURL
 	}
@@ -109,17 +131,18 @@ func assertProviderError(t *testing.T, h *harness, err error, status int, timeou
 	return pe
 }
 
-// body returns a deterministic pseudo-random reader of n bytes and the hex
-// SHA-256 it will produce.
+// stream returns a deterministic pseudo-random reader of n bytes.
+func stream(n int64, seed uint64) io.Reader {
+	var s [32]byte
+	s[0] = byte(seed)
+	return io.LimitReader(rand.NewChaCha8(s), n)
+}
+
+// body returns stream(n, seed) and the hex SHA-256 it will produce.
 func body(n int64, seed uint64) (io.Reader, string) {
-	src := func() io.Reader {
-		var s [32]byte
-		s[0] = byte(seed)
-		return io.LimitReader(rand.NewChaCha8(s), n)
-	}
 	h := sha256.New()
-	_, _ = io.Copy(h, src())
-	return src(), hex.EncodeToString(h.Sum(nil))
+	_, _ = io.Copy(h, stream(n, seed))
+	return stream(n, seed), hex.EncodeToString(h.Sum(nil))
 }
 
 func TestUploadStreamsExactBytesWithProtocolHeaders(t *testing.T) {
@@ -190,12 +213,20 @@ func TestUploadStreamsExactBytesWithProtocolHeaders(t *testing.T) {
 	}
 }
 
-// TestUploadMemoryIsBounded streams 64 MiB and checks the bytes allocated
-// by the whole process (client and stand-in) stay far below the file size.
+// memoryTestSize is the size of the file the memory tests move: four
+// times their bound on what the whole process may allocate, so a body
+// buffered anywhere, client or stand-in, fails them.
+const memoryTestSize = 16 << 20
+
+// TestUploadMemoryIsBounded streams a file of memoryTestSize and checks the
+// bytes allocated by the whole process (client and stand-in) stay far
+// below its size.
 func TestUploadMemoryIsBounded(t *testing.T) {
 	if testing.Short() {
-		t.Skip("moves 64 MiB")
+		t.Skip("moves 16 MiB")
 	}
+	const size = memoryTestSize
+	_, sum := body(size, 2)
 	for _, pc := range cases {
 		t.Run(pc.name, func(t *testing.T) {
 			h := newHarness(t, pc, providers.Options{})
@@ -203,8 +234,7 @@ func TestUploadMemoryIsBounded(t *testing.T) {
 			if _, err := h.p.Upload(t.Context(), h.key, providers.File{Name: "warm.txt", Body: strings.NewReader("x")}); err != nil {
 				t.Fatal(err)
 			}
-			const size = 64 << 20
-			r, sum := body(size, 2)
+			r := stream(size, 2)
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
@@ -231,7 +261,7 @@ func TestUploadProviderErrors(t *testing.T) {
 				t.Run(fmt.Sprint(status), func(t *testing.T) {
 					h := newHarness(t, pc, providers.Options{})
 					h.stand.FailUploads(status)
-					r, _ := body(100<<10, 3)
+					r := stream(100<<10, 3)
 					_, err := h.p.Upload(t.Context(), h.key, providers.File{Name: "a.txt", ContentType: "text/plain", Body: r})
 					pe := assertProviderError(t, h, err, status, false)
 					req := h.stand.Requests()[0]
@@ -275,7 +305,11 @@ func TestUploadWrongKey(t *testing.T) {
 	}
 }
 
+// TestUploadTimeouts runs in a synctest bubble: the stand-in never
+// answers, and the call gives up when its timeout runs out on the bubble's
+// clock, which moves only once everything waits.
 func TestUploadTimeouts(t *testing.T) {
+	const timeout = 200 * time.Millisecond
 	for _, pc := range cases {
 		t.Run(pc.name, func(t *testing.T) {
 			tests := []struct {
@@ -283,31 +317,33 @@ func TestUploadTimeouts(t *testing.T) {
 				opts providers.Options
 				ctx  func(t *testing.T) context.Context
 			}{
-				{"response header timeout", providers.Options{ResponseHeaderTimeout: 200 * time.Millisecond}, nil},
-				{"call timeout", providers.Options{Timeout: 200 * time.Millisecond}, nil},
+				{"response header timeout", providers.Options{ResponseHeaderTimeout: timeout}, nil},
+				{"call timeout", providers.Options{Timeout: timeout}, nil},
 				{"caller deadline", providers.Options{}, func(t *testing.T) context.Context {
-					ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+					ctx, cancel := context.WithTimeout(t.Context(), timeout)
 					t.Cleanup(cancel)
 					return ctx
 				}},
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
-					h := newHarness(t, pc, tt.opts)
-					h.stand.Hang()
-					ctx := t.Context()
-					if tt.ctx != nil {
-						ctx = tt.ctx(t)
-					}
-					start := time.Now()
-					_, err := h.p.Upload(ctx, h.key, providers.File{Name: "a.txt", Body: strings.NewReader("hello")})
-					assertProviderError(t, h, err, 0, true)
-					if took := time.Since(start); took > 5*time.Second {
-						t.Fatalf("timed out after %v", took)
-					}
-					if len(h.stand.Files()) != 0 {
-						t.Fatal("file stored")
-					}
+					synctest.Test(t, func(t *testing.T) {
+						h := newBubbleHarness(t, pc, tt.opts)
+						h.stand.Hang()
+						ctx := t.Context()
+						if tt.ctx != nil {
+							ctx = tt.ctx(t)
+						}
+						start := time.Now()
+						_, err := h.p.Upload(ctx, h.key, providers.File{Name: "a.txt", Body: strings.NewReader("hello")})
+						assertProviderError(t, h, err, 0, true)
+						if took := time.Since(start); took != timeout {
+							t.Fatalf("timed out after %v, want %v", took, timeout)
+						}
+						if len(h.stand.Files()) != 0 {
+							t.Fatal("file stored")
+						}
+					})
 				})
 			}
 		})
@@ -400,7 +436,7 @@ func TestUploadBodyErrorAbortsRequest(t *testing.T) {
 		t.Run(pc.name, func(t *testing.T) {
 			h := newHarness(t, pc, providers.Options{})
 			const sent = 3 << 20
-			r, _ := body(sent, 4)
+			r := stream(sent, 4)
 			limitErr := &http.MaxBytesError{Limit: sent}
 			_, err := h.p.Upload(t.Context(), h.key, providers.File{Name: "big.bin", Body: &failingReader{r, limitErr}})
 			var mbe *http.MaxBytesError
@@ -447,10 +483,32 @@ func TestUploadEarlyAnswerStopsReading(t *testing.T) {
 	for _, pc := range cases {
 		t.Run(pc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// Refuse once the file has begun to arrive (its first zero
+				// byte; the form's headers before it have none), as a
+				// front end checking the key does: the answer is complete
+				// and closes the connection while the body is still being
+				// sent.
+				if _, err := bufio.NewReader(r.Body).ReadBytes(0); err != nil {
+					t.Errorf("no file content: %v", err)
+					return
+				}
+				rc := http.NewResponseController(w)
+				if err := rc.EnableFullDuplex(); err != nil {
+					t.Error(err)
+					return
+				}
+				const answer = `{"type":"error","error":{"type":"authentication_error","message":"no"}}`
 				w.Header().Set("request-id", "req_early")
 				w.Header().Set("x-request-id", "req_early")
+				w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+				w.Header().Set("Connection", "close")
 				w.WriteHeader(http.StatusUnauthorized)
-				_, _ = io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"no"}}`)
+				_, _ = io.WriteString(w, answer)
+				_ = rc.Flush()
+				// Read on until the client drops the body: a handler
+				// leaving it unread would have the server wait half a
+				// second before closing (net/http's rstAvoidanceDelay).
+				_, _ = io.Copy(io.Discard, r.Body)
 			}))
 			defer srv.Close()
 			base := srv.URL

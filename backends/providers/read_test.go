@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aigateway/gateway/backends/providers"
@@ -332,20 +333,20 @@ func TestContentStreams(t *testing.T) {
 	}
 }
 
-// TestContentMemoryIsBounded downloads 64 MiB and checks the bytes
-// allocated by the whole process (client and stand-in) stay far below it,
-// and that every byte arrived.
+// TestContentMemoryIsBounded downloads a file of memoryTestSize and checks
+// the bytes allocated by the whole process (client and stand-in) stay far
+// below its size, and that every byte arrived.
 func TestContentMemoryIsBounded(t *testing.T) {
 	if testing.Short() {
-		t.Skip("moves 64 MiB")
+		t.Skip("moves 16 MiB")
 	}
+	const size = memoryTestSize
+	_, sum := body(size, 5)
 	for _, pc := range cases {
 		t.Run(pc.name, func(t *testing.T) {
 			h := newHarness(t, pc, providers.Options{})
-			const size = 64 << 20
-			_, sum := body(size, 5)
 			f := h.stand.Seed(providertest.SeedFile{Filename: "big.bin", ContentType: "application/pdf", Size: size, Downloadable: true,
-				Open: func() io.Reader { r, _ := body(size, 5); return r }})
+				Open: func() io.Reader { return stream(size, 5) }})
 			p := h.bound(t)
 			// Warm the connection pool so its buffers are not counted.
 			if _, err := p.Stat(t.Context(), f.ID); err != nil {
@@ -554,26 +555,31 @@ func TestReadRateLimited(t *testing.T) {
 	}
 }
 
+// TestReadTimeouts runs in a synctest bubble (see TestUploadTimeouts): each
+// of the three calls gives up when its timeout runs out.
 func TestReadTimeouts(t *testing.T) {
+	const timeout = 200 * time.Millisecond
 	for _, pc := range cases {
 		t.Run(pc.name, func(t *testing.T) {
 			for _, opts := range []providers.Options{
-				{ResponseHeaderTimeout: 200 * time.Millisecond},
-				{Timeout: 200 * time.Millisecond},
+				{ResponseHeaderTimeout: timeout},
+				{Timeout: timeout},
 			} {
 				t.Run(fmt.Sprintf("%+v", opts), func(t *testing.T) {
-					h := newHarness(t, pc, opts)
-					h.stand.HangReads()
-					start := time.Now()
-					for op, err := range readCalls(t, h.bound(t), "file-any") {
-						if !errors.Is(err, files.ErrProviderTimeout) || errors.Is(err, files.ErrProvider) {
-							t.Fatalf("%s: %v, want files.ErrProviderTimeout", op, err)
+					synctest.Test(t, func(t *testing.T) {
+						h := newBubbleHarness(t, pc, opts)
+						h.stand.HangReads()
+						start := time.Now()
+						for op, err := range readCalls(t, h.bound(t), "file-any") {
+							if !errors.Is(err, files.ErrProviderTimeout) || errors.Is(err, files.ErrProvider) {
+								t.Fatalf("%s: %v, want files.ErrProviderTimeout", op, err)
+							}
+							assertProviderError(t, h, err, 0, true)
 						}
-						assertProviderError(t, h, err, 0, true)
-					}
-					if took := time.Since(start); took > 10*time.Second {
-						t.Fatalf("three timeouts took %v", took)
-					}
+						if took := time.Since(start); took != 3*timeout {
+							t.Fatalf("three timeouts took %v, want %v", took, 3*timeout)
+						}
+					})
 				})
 			}
 		})
@@ -581,27 +587,35 @@ func TestReadTimeouts(t *testing.T) {
 }
 
 // TestContentStallIsATimeout: the call's timeout keeps running while the
-// body is read, and a stalled body fails as a provider timeout.
+// body is read, and a stalled body fails as a provider timeout. In a
+// synctest bubble, the stall is waited out at once.
 func TestContentStallIsATimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
 	for _, pc := range cases {
 		t.Run(pc.name, func(t *testing.T) {
-			h := newHarness(t, pc, providers.Options{Timeout: 300 * time.Millisecond})
-			f := h.stand.Seed(providertest.SeedFile{Filename: "a.bin", Size: 1 << 20, Downloadable: true,
-				Open: func() io.Reader { return bytes.NewReader(make([]byte, 1<<20)) }})
-			h.stand.StallDownloadsAfter(1000)
-			c, err := h.bound(t).Content(t.Context(), f.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Body.Close()
-			n, err := io.Copy(io.Discard, c.Body)
-			if n != 1000 {
-				t.Fatalf("read %d bytes before the stall, want 1000", n)
-			}
-			var pe *providers.ProviderError
-			if !errors.As(err, &pe) || !pe.Timeout || !errors.Is(err, providers.ErrProviderTimeout) {
-				t.Fatalf("stalled body: %v, want a provider timeout", err)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				h := newBubbleHarness(t, pc, providers.Options{Timeout: timeout})
+				f := h.stand.Seed(providertest.SeedFile{Filename: "a.bin", Size: 1 << 20, Downloadable: true,
+					Open: func() io.Reader { return bytes.NewReader(make([]byte, 1<<20)) }})
+				h.stand.StallDownloadsAfter(1000)
+				start := time.Now()
+				c, err := h.bound(t).Content(t.Context(), f.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Body.Close()
+				n, err := io.Copy(io.Discard, c.Body)
+				if n != 1000 {
+					t.Fatalf("read %d bytes before the stall, want 1000", n)
+				}
+				var pe *providers.ProviderError
+				if !errors.As(err, &pe) || !pe.Timeout || !errors.Is(err, providers.ErrProviderTimeout) {
+					t.Fatalf("stalled body: %v, want a provider timeout", err)
+				}
+				if took := time.Since(start); took != timeout {
+					t.Fatalf("the stalled body failed after %v, want the call's timeout %v", took, timeout)
+				}
+			})
 		})
 	}
 }
