@@ -68,18 +68,25 @@ func (p *recordingProvider) Content(_ context.Context, key seal.Secret, id strin
 	return files.ProviderContent{Body: io.NopCloser(strings.NewReader("hi")), ContentType: "text/plain", Length: 2}, nil
 }
 
-func TestKeyringBindsTheWorkspacesKey(t *testing.T) {
+// openBound opens plainKey, sealed for workspace ws-1, with a Keyring of
+// the one provider rp, as the file service does.
+func openBound(t *testing.T, rp *recordingProvider) files.Provider {
+	t.Helper()
 	sealer := testSealer(t, 3)
+	sealed, err := sealer.Seal("ws-1", rp.name, seal.NewSecret(plainKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewKeyring(sealer, rp).Open("ws-1", rp.name, sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestKeyringBindsTheWorkspacesKey(t *testing.T) {
 	rp := &recordingProvider{name: ProviderOpenAI}
-	ring := NewKeyring(sealer, rp)
-	sealed, err := sealer.Seal("ws-1", ProviderOpenAI, seal.NewSecret(plainKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := ring.Open("ws-1", ProviderOpenAI, sealed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := openBound(t, rp)
 	id, err := p.Upload(t.Context(), files.ProviderFile{Name: "a.txt", ContentType: "text/plain", Body: strings.NewReader("hi")})
 	if err != nil || id != "file-123" {
 		t.Fatalf("Upload = %q, %v", id, err)
@@ -137,17 +144,9 @@ func TestKeyringClassifiesProviderErrors(t *testing.T) {
 		{"refused", &ProviderError{Provider: ProviderOpenAI, Op: "upload", Status: 500}, files.ErrProvider, files.ErrProviderTimeout},
 		{"the body's own error", bodyErr, bodyErr, files.ErrProvider},
 	}
-	sealer := testSealer(t, 3)
-	sealed, err := sealer.Seal("ws-1", ProviderOpenAI, seal.NewSecret(plainKey))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewKeyring(sealer, &recordingProvider{name: ProviderOpenAI, err: tt.err}).Open("ws-1", ProviderOpenAI, sealed)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := openBound(t, &recordingProvider{name: ProviderOpenAI, err: tt.err})
 			for op, err := range map[string]error{
 				"upload": func() error {
 					_, err := p.Upload(t.Context(), files.ProviderFile{Name: "a", Body: strings.NewReader("x")})
@@ -194,17 +193,9 @@ func TestKeyringMapsReadErrors(t *testing.T) {
 		{"id no provider issues", ErrInvalidFileID, files.ErrNotFound, files.ErrNotFound},
 		{"unsupported order", ErrUnsupportedQuery, files.ErrProviderRejected, files.ErrProviderRejected},
 	}
-	sealer := testSealer(t, 3)
-	sealed, err := sealer.Seal("ws-1", ProviderAnthropic, seal.NewSecret(plainKey))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewKeyring(sealer, &recordingProvider{name: ProviderAnthropic, err: tt.err}).Open("ws-1", ProviderAnthropic, sealed)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := openBound(t, &recordingProvider{name: ProviderAnthropic, err: tt.err})
 			_, listErr := p.List(t.Context(), files.ProviderListQuery{})
 			_, statErr := p.Stat(t.Context(), "file_1")
 			_, contentErr := p.Content(t.Context(), "file_1")

@@ -365,6 +365,15 @@ func (c cancelAtEOF) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// assertCallerCanceled checks err is the caller's own context.Canceled, not
+// a provider failure.
+func assertCallerCanceled(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, context.Canceled) || errors.Is(err, providers.ErrProvider) || errors.Is(err, providers.ErrProviderTimeout) {
+		t.Fatalf("err = %v, want context.Canceled only", err)
+	}
+}
+
 func TestUploadCallerCancelIsNotAProviderError(t *testing.T) {
 	for _, pc := range cases {
 		t.Run(pc.name, func(t *testing.T) {
@@ -373,9 +382,7 @@ func TestUploadCallerCancelIsNotAProviderError(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			_, err := h.p.Upload(ctx, h.key, providers.File{Name: "a.txt", Body: cancelAtEOF{strings.NewReader("hello"), cancel}})
-			if !errors.Is(err, context.Canceled) || errors.Is(err, providers.ErrProvider) || errors.Is(err, providers.ErrProviderTimeout) {
-				t.Fatalf("err = %v, want context.Canceled only", err)
-			}
+			assertCallerCanceled(t, err)
 		})
 	}
 }

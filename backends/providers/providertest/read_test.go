@@ -10,23 +10,22 @@ import (
 // get sends a GET and returns the status, the headers and the raw body.
 func get(t *testing.T, url string, header map[string]string, body io.Reader) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, body)
-	if err != nil {
-		t.Fatal(err)
+	status, h, b := send(t, http.MethodGet, url, header, "", body)
+	return status, h, string(b)
+}
+
+// checkPage fails unless the list answer m holds the files ids, in order,
+// with first_id, last_id and has_more to match.
+func checkPage(t *testing.T, m map[string]any, ids []string, hasMore bool) {
+	t.Helper()
+	var got []string
+	for _, f := range m["data"].([]any) {
+		got = append(got, f.(map[string]any)["id"].(string))
 	}
-	for k, v := range header {
-		req.Header.Set(k, v)
+	if strings.Join(got, ",") != strings.Join(ids, ",") || m["has_more"] != hasMore ||
+		m["first_id"] != ids[0] || m["last_id"] != ids[len(ids)-1] {
+		t.Fatalf("list %v, want %v has_more %v", m, ids, hasMore)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
 }
 
 func TestOpenAIReadRoutes(t *testing.T) {
@@ -64,15 +63,10 @@ func TestOpenAIReadRoutes(t *testing.T) {
 			if status != 200 {
 				return
 			}
-			data := m["data"].([]any)
-			var got []string
-			for _, f := range data {
-				got = append(got, f.(map[string]any)["id"].(string))
+			if m["object"] != "list" {
+				t.Fatalf("list %v without object list", m)
 			}
-			if m["object"] != "list" || strings.Join(got, ",") != strings.Join(tt.ids, ",") || m["has_more"] != tt.hasMore ||
-				m["first_id"] != tt.ids[0] || m["last_id"] != tt.ids[len(tt.ids)-1] {
-				t.Fatalf("list %v, want %v has_more %v", m, tt.ids, tt.hasMore)
-			}
+			checkPage(t, m, tt.ids, tt.hasMore)
 		})
 	}
 
@@ -128,14 +122,10 @@ func TestAnthropicReadRoutes(t *testing.T) {
 			if status != 200 {
 				return
 			}
-			var got []string
-			for _, f := range m["data"].([]any) {
-				got = append(got, f.(map[string]any)["id"].(string))
+			if _, isOpenAI := m["object"]; isOpenAI {
+				t.Fatalf("list %v with OpenAI's object", m)
 			}
-			if _, isOpenAI := m["object"]; isOpenAI || strings.Join(got, ",") != strings.Join(tt.ids, ",") || m["has_more"] != tt.hasMore ||
-				m["first_id"] != tt.ids[0] || m["last_id"] != tt.ids[len(tt.ids)-1] {
-				t.Fatalf("list %v, want %v has_more %v", m, tt.ids, tt.hasMore)
-			}
+			checkPage(t, m, tt.ids, tt.hasMore)
 		})
 	}
 	if status, m, _ := do(t, http.MethodGet, s.BaseURL+"/v1/files/"+ids[0], good, "", nil); status != 200 || m["downloadable"] != false || m["mime_type"] != "application/pdf" {

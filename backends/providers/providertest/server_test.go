@@ -34,7 +34,9 @@ func form(t *testing.T, fields map[string]string, fileName, content string) (str
 	return mw.FormDataContentType(), &buf
 }
 
-func do(t *testing.T, method, url string, header map[string]string, ctype string, body io.Reader) (int, map[string]any, http.Header) {
+// send sends a request and returns the status, the headers and the raw
+// body of the answer.
+func send(t *testing.T, method, url string, header map[string]string, ctype string, body io.Reader) (int, http.Header, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, url, body)
 	if err != nil {
@@ -51,11 +53,23 @@ func do(t *testing.T, method, url string, header map[string]string, ctype string
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// do sends a request whose answer must be a JSON object, and returns it
+// decoded.
+func do(t *testing.T, method, url string, header map[string]string, ctype string, body io.Reader) (int, map[string]any, http.Header) {
+	t.Helper()
+	status, h, b := send(t, method, url, header, ctype, body)
 	var m map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("answer is not JSON: %v", err)
 	}
-	return resp.StatusCode, m, resp.Header
+	return status, m, h
 }
 
 func TestOpenAIProtocol(t *testing.T) {
