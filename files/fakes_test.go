@@ -209,6 +209,20 @@ func (b *fakeBucket) Open(_ context.Context, key string) (io.ReadCloser, error) 
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
+func (b *fakeBucket) OpenRange(_ context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	if offset < 0 || length < 1 {
+		return nil, fmt.Errorf("fake bucket: open %s: invalid range %d+%d", key, offset, length)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	data, ok := b.objects[key]
+	if !ok {
+		return nil, blob.ErrNotFound
+	}
+	data = data[min(offset, int64(len(data))):]
+	return io.NopCloser(bytes.NewReader(data[:min(length, int64(len(data)))])), nil
+}
+
 func (b *fakeBucket) Stat(_ context.Context, key string) (blob.Object, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -229,6 +243,32 @@ func (b *fakeBucket) Delete(_ context.Context, key string) error {
 	delete(b.objects, key)
 	return nil
 }
+
+func (b *fakeBucket) List(_ context.Context, prefix string) ([]string, error) {
+	return b.keysAfter(prefix, ""), nil
+}
+
+func (b *fakeBucket) ListAfter(_ context.Context, prefix, after string, limit int) ([]string, error) {
+	keys := b.keysAfter(prefix, after)
+	return keys[:min(limit, len(keys))], nil
+}
+
+// keysAfter returns the keys starting with prefix that sort after after,
+// sorted.
+func (b *fakeBucket) keysAfter(prefix, after string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var keys []string
+	for k := range b.objects {
+		if strings.HasPrefix(k, prefix) && k > after {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (b *fakeBucket) Check(context.Context) error { return nil }
 
 func (b *fakeBucket) Close() error { return nil }
 

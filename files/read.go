@@ -559,16 +559,8 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 		return StreamContent(f, cmp.Or(pc.ContentType, rec.MimeType, "application/octet-stream"), pc.Length, pc.Body), nil
 	}
 	key := rec.ObjectKey
-	openRange := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
-		return openRangeBySkipping(ctx, s.d.Bucket, key, offset, length)
-	}
-	if ro, ok := s.d.Bucket.(blob.RangeOpener); ok {
-		openRange = func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
-			return ro.OpenRange(ctx, key, offset, length)
-		}
-	}
 	open := func(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
-		rc, err := openRange(ctx, offset, length)
+		rc, err := s.d.Bucket.OpenRange(ctx, key, offset, length)
 		if errors.Is(err, blob.ErrNotFound) {
 			// The record outlived its object (removed behind the gateway,
 			// or lost by the store): the operator must hear of it; the
@@ -580,23 +572,6 @@ func (s *ReadService) Open(ctx context.Context, p FileParams) (*Content, error) 
 		return rc, err
 	}
 	return RangedContent(s.file(rec), rec.MimeType, rec.Size, open), nil
-}
-
-// openRangeBySkipping reads a range of a bucket that cannot seek: the bytes
-// before it are read and dropped, in constant memory.
-func openRangeBySkipping(ctx context.Context, b blob.Bucket, key string, offset, length int64) (io.ReadCloser, error) {
-	rc, err := b.Open(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := io.CopyN(io.Discard, rc, offset); err != nil {
-		rc.Close()
-		return nil, err
-	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{io.LimitReader(rc, length), rc}, nil
 }
 
 // file is rec as shown, with the deployment's downloadable flag.

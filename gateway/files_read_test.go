@@ -562,11 +562,27 @@ func (b memBucket) Open(_ context.Context, key string) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
+func (b memBucket) OpenRange(_ context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	data, ok := b[key]
+	if !ok {
+		return nil, blob.ErrNotFound
+	}
+	data = data[min(offset, int64(len(data))):]
+	return io.NopCloser(bytes.NewReader(data[:min(length, int64(len(data)))])), nil
+}
+
 func (b memBucket) Stat(context.Context, string) (blob.Object, error) {
 	return blob.Object{}, errors.New("unused")
 }
 func (b memBucket) Delete(context.Context, string) error { return nil }
-func (b memBucket) Close() error                         { return nil }
+func (b memBucket) List(context.Context, string) ([]string, error) {
+	return nil, errors.New("unused")
+}
+func (b memBucket) ListAfter(context.Context, string, string, int) ([]string, error) {
+	return nil, errors.New("unused")
+}
+func (b memBucket) Check(context.Context) error { return nil }
+func (b memBucket) Close() error                { return nil }
 
 func TestListAnthropicPaging(t *testing.T) {
 	fr := &fakeReader{page: files.Page{Files: []files.File{readFile}, HasMore: true, Cursor: "c1.next"}}

@@ -143,14 +143,12 @@ func (s *Sweeper) Sweep(ctx context.Context) Result {
 	r.IdempotencyRecords = s.count(KindIdempotency, &r, func() (int, error) { return s.store.SweepIdempotency(ctx, s.cfg.Batch) })
 	r.KeyChanges = s.count(KindKeyChange, &r, func() (int, error) { return s.store.SweepKeyChanges(ctx, s.cfg.Batch) })
 	r.DeletedFiles = s.count(KindDeletedFile, &r, func() (int, error) { return s.store.SweepDeletedFiles(ctx, s.cfg.Batch) })
-	if ps, ok := s.bucket.(blob.PendingSweeper); ok {
+	if p, ok := s.bucket.(blob.Pending); ok { // gcs keeps no pending state
 		r.Pending = s.count(KindPending, &r, func() (int, error) {
-			return ps.AbortPending(ctx, s.now().Add(-s.cfg.Grace), s.cfg.Batch)
+			return p.AbortPending(ctx, s.now().Add(-s.cfg.Grace), s.cfg.Batch)
 		})
 	}
-	if l, ok := s.bucket.(blob.Lister); ok {
-		r.Objects = s.count(KindObject, &r, func() (int, error) { return s.sweepObjects(ctx, l) })
-	}
+	r.Objects = s.count(KindObject, &r, func() (int, error) { return s.sweepObjects(ctx) })
 	n, err := s.checkRecords(ctx)
 	r.Missing = n
 	if err != nil {
@@ -182,11 +180,12 @@ func (s *Sweeper) fail(kind string, err error, r *Result) {
 // record and are older than Grace. The object's own time is when it was
 // finished, and a record is written right after that, so an object
 // without a record that old was left by a process that died in between.
-func (s *Sweeper) sweepObjects(ctx context.Context, l blob.Lister) (int, error) {
-	batch, last, err := s.nextObjects(ctx, l)
+func (s *Sweeper) sweepObjects(ctx context.Context) (int, error) {
+	batch, err := s.bucket.ListAfter(ctx, files.ObjectPrefix, s.objectCursor, s.cfg.Batch)
 	if err != nil {
 		return 0, err
 	}
+	last := len(batch) < s.cfg.Batch
 	if len(batch) == 0 {
 		s.objectCursor = ""
 		return 0, nil
@@ -226,26 +225,6 @@ func (s *Sweeper) sweepObjects(ctx context.Context, l blob.Lister) (int, error) 
 		s.objectCursor = "" // the next pass starts over
 	}
 	return removed, errors.Join(errs...)
-}
-
-// nextObjects returns the next Batch keys after the cursor, and whether
-// they end the bucket: one bounded page where the bucket can list pages,
-// else from a whole listing.
-func (s *Sweeper) nextObjects(ctx context.Context, l blob.Lister) (batch []string, last bool, err error) {
-	if pl, ok := l.(blob.PageLister); ok {
-		batch, err = pl.ListAfter(ctx, files.ObjectPrefix, s.objectCursor, s.cfg.Batch)
-		return batch, len(batch) < s.cfg.Batch, err
-	}
-	keys, err := l.List(ctx, files.ObjectPrefix)
-	if err != nil {
-		return nil, false, err
-	}
-	start := 0
-	for start < len(keys) && keys[start] <= s.objectCursor {
-		start++
-	}
-	end := min(start+s.cfg.Batch, len(keys))
-	return keys[start:end], end == len(keys), nil
 }
 
 // checkRecords checks that the objects of the next Batch file records

@@ -18,13 +18,26 @@ import (
 	"unicode/utf8"
 )
 
-// Bucket stores opaque objects under keys chosen by the gateway.
+// Bucket stores opaque objects under keys chosen by the gateway. Every
+// implementation (fs, s3, gcs) has every method; Pending is the one
+// capability a backend may lack.
 //
-// Implementations are safe for concurrent use. Every method validates its
-// key with ValidateKey first and returns an error wrapping ErrInvalidKey for
-// a bad one. Failures of the storage itself wrap ErrUnavailable (unreachable,
-// 5xx, throttled, disk full), ErrAccessDenied or ErrNotFound; other errors are
-// internal. Error strings name keys but never credentials.
+// Implementations are safe for concurrent use. Errors are checked in this
+// order, so every backend reports the same cause first:
+//
+//  1. A method taking a key validates it with ValidateKey before anything
+//     else: a bad key is an error wrapping ErrInvalidKey, even on a closed
+//     bucket. (List and ListAfter take a prefix, which is not a key and is
+//     not validated: "" lists everything.)
+//  2. A closed bucket is ErrUnavailable, and an ended ctx wraps ctx.Err().
+//  3. The storage's own answer: failures wrap ErrUnavailable (unreachable,
+//     5xx, throttled, disk full: retrying later may succeed),
+//     ErrAccessDenied (credentials or permissions) or ErrNotFound (as each
+//     method says); other errors are internal.
+//
+// Error strings name keys but never credentials. The contract suite in
+// backends/storage/storagetest checks this behaviour on every
+// implementation against a real server.
 type Bucket interface {
 	// Upload stores the bytes of r under key, replacing any existing object.
 	// size is the exact length when known, or -1 when unknown (the usual
@@ -38,24 +51,88 @@ type Bucket interface {
 	// reported: an error returned by r (wrapped with %w, so errors.As finds
 	// e.g. the caller's size-limit error), a body longer or shorter than a
 	// known size (a *SizeError, wrapping ErrSizeMismatch), ctx ending
-	// (wrapping ctx.Err()), then the backend's own failure.
+	// (wrapping ctx.Err()), then the backend's own failure. A missing bucket
+	// is never ErrNotFound, which callers take for "no such object".
+	// Concurrent uploads of one key leave exactly one of them, whole.
 	//
 	// Upload reads r until io.EOF and does not close it.
 	Upload(ctx context.Context, key string, r io.Reader, size int64, opts UploadOptions) (Object, error)
 
 	// Open returns the content of key; the caller must close it. A missing
-	// key is ErrNotFound. Reading the returned stream may still fail (ctx
-	// ended, backend went away) with the same error classes.
+	// key is ErrNotFound, and so is a key that only prefixes others ("ws/1"
+	// while "ws/1/f" exists). Reading the returned stream may still fail
+	// (ctx ended, backend went away) with the same error classes.
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
 
-	// Stat describes key without reading it. A missing key is ErrNotFound.
+	// OpenRange returns the bytes [offset, offset+length) of key; the caller
+	// must close it. A range running past the end is cut at the end. A
+	// missing key is ErrNotFound, as for Open. The bytes before offset are
+	// never read (a seek, or a ranged request), so the cost does not depend
+	// on offset. offset < 0 or length < 1 is an internal error; an offset at
+	// or past the end is an empty stream or an error depending on the
+	// backend, so callers check it against the object's size first.
+	OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+
+	// Stat describes key without reading it. A missing key, or one that
+	// only prefixes others, is ErrNotFound.
 	Stat(ctx context.Context, key string) (Object, error)
 
-	// Delete removes key. It is idempotent: deleting a missing key is nil.
+	// Delete removes key. It is idempotent: deleting a missing key is nil,
+	// as is deleting a key that only prefixes others (those objects are
+	// left alone), so replicas and retries may delete the same key.
 	Delete(ctx context.Context, key string) error
 
-	// Close releases the bucket's resources. Calls after Close fail.
+	// List returns every key starting with prefix, sorted. It never returns
+	// temporary or incomplete objects, nor objects outside the bucket (a
+	// configured key prefix's neighbours). It reads the whole listing, so it
+	// serves tests, leak checks and operators; requests never list, and a
+	// walk over a large bucket uses ListAfter.
+	List(ctx context.Context, prefix string) ([]string, error)
+
+	// ListAfter returns at most limit keys starting with prefix that sort
+	// after after ("" for the first page), sorted, as List would. A page of
+	// fewer than limit keys is the end of the listing. Its cost is bounded
+	// by limit on the object stores (fs walks its directory tree).
+	ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error)
+
+	// Check returns nil when the storage answers and can take uploads, for
+	// readiness probes; else an error wrapping ErrUnavailable,
+	// ErrAccessDenied, or ErrNotFound when the bucket itself (the fs root
+	// directory) is missing. It reads no object; the fs backend writes and
+	// removes a small probe file, since a full disk still answers reads.
+	Check(ctx context.Context) error
+
+	// Close releases the bucket's resources; uploads already running may
+	// finish. Later calls of other methods fail with ErrUnavailable.
+	// Closing again is nil.
 	Close() error
+}
+
+// Checker is what the wiring's readiness check looked for before Check
+// joined Bucket; every Bucket is one. It goes once the wiring calls Check
+// directly.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
+// Pending is implemented by buckets that keep state of their own for
+// uploads in progress, which a process dying mid-upload leaves behind: the
+// fs backend's temporary files, S3's multipart uploads (billed until
+// aborted). GCS keeps none the gateway could see: an abandoned resumable
+// upload creates no object, cannot be listed, and expires on its own, so
+// the gcs Bucket does not implement Pending. The sweeper aborts what is
+// pending past its grace; tests check that failed uploads left nothing.
+type Pending interface {
+	// PendingUploads describes every unfinished upload, one string each
+	// (a temporary file's path, or "key upload-id"). Empty means none.
+	PendingUploads(ctx context.Context) ([]string, error)
+
+	// AbortPending removes at most limit unfinished uploads started (for
+	// the fs backend: last written) before before, and returns how many
+	// it removed. It is idempotent: one already gone is not an error, so
+	// replicas may sweep at once. An upload whose pending state it removed
+	// fails, leaving nothing.
+	AbortPending(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // UploadOptions are optional attributes of an uploaded object.
@@ -74,49 +151,6 @@ type Object struct {
 	ContentType string
 	// Modified is when the object was last written, as the backend saw it.
 	Modified time.Time
-}
-
-// Lister is implemented by buckets that can enumerate what they hold. The
-// sweeper lists to find objects without a record; the contract suite and
-// leak checks use it too. Requests never list.
-type Lister interface {
-	// List returns the keys starting with prefix, sorted. It never returns
-	// temporary or incomplete objects.
-	List(ctx context.Context, prefix string) ([]string, error)
-}
-
-// PageLister is implemented by buckets that can list a bounded page of
-// keys, so a walk over a large bucket costs a bounded amount per step.
-type PageLister interface {
-	// ListAfter returns at most limit keys starting with prefix that sort
-	// after after ("" for the first page), sorted.
-	ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error)
-}
-
-// PendingLister is implemented by buckets that keep state for uploads in
-// progress (the fs backend's temporary files, S3 multipart uploads), so
-// tests and operators can check that failed uploads left nothing behind.
-type PendingLister interface {
-	// PendingUploads describes every unfinished upload, one string each
-	// (a temporary file's path, or "key upload-id"). Empty means none.
-	PendingUploads(ctx context.Context) ([]string, error)
-}
-
-// PendingSweeper is implemented by buckets that keep state for uploads in
-// progress: it removes what uploads of a crashed process left unfinished.
-type PendingSweeper interface {
-	// AbortPending removes at most limit unfinished uploads started (for
-	// the fs backend: last written) before before, and returns how many
-	// it removed. Removing one that is already gone is not an error.
-	AbortPending(ctx context.Context, before time.Time, limit int) (int, error)
-}
-
-// Checker is implemented by buckets that can tell whether their storage is
-// reachable, for readiness probes.
-type Checker interface {
-	// Check returns nil when the storage answers, else an error wrapping
-	// ErrUnavailable, ErrAccessDenied or ErrNotFound (the bucket is missing).
-	Check(ctx context.Context) error
 }
 
 // MaxKeyLen bounds keys in bytes. S3 and GCS allow 1024 bytes including the
@@ -258,14 +292,4 @@ func (b *Body) Cause(ctx context.Context, err error) error {
 		return cerr
 	}
 	return err
-}
-
-// RangeOpener is implemented by buckets that can read part of an object
-// without reading what comes before it (downloads with a Range header).
-type RangeOpener interface {
-	// OpenRange returns the bytes [offset, offset+length) of key; the caller
-	// must close it. offset must be within the object and length at least 1;
-	// a range running past the end is cut at the end. A missing key is
-	// ErrNotFound. Memory does not depend on offset or length.
-	OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
 }

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/configs"
-	"github.com/aigateway/gateway/files/blob"
 	"gopkg.in/yaml.v3"
 )
 
@@ -257,7 +256,7 @@ func (in *fileInspector) consistency(t *testing.T) consistency {
 	t.Helper()
 	ctx := context.Background()
 	var c consistency
-	objs, err := in.bucket.(blob.Lister).List(ctx, "ws/")
+	objs, err := in.bucket.List(ctx, "ws/")
 	if err != nil {
 		t.Fatalf("list bucket: %v", err)
 	}

@@ -68,7 +68,7 @@ func fileWritePartial(t *testing.T, addr, key, query string, body []byte, conten
 // failure injected next really happens mid-stream.
 func (in *fileInspector) awaitPending(t *testing.T) {
 	t.Helper()
-	pl, ok := in.bucket.(blob.PendingLister)
+	pl, ok := in.bucket.(blob.Pending)
 	if !ok {
 		return
 	}

@@ -507,11 +507,7 @@ func (e *fileEnv) readState() (fileState, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var s fileState
-	lister, ok := e.bucket.(blob.Lister)
-	if !ok {
-		return s, fmt.Errorf("the %s bucket cannot list its objects", e.backend)
-	}
-	objs, err := lister.List(ctx, "")
+	objs, err := e.bucket.List(ctx, "")
 	if err != nil {
 		return s, fmt.Errorf("list objects: %w", err)
 	}
@@ -574,7 +570,7 @@ func (e *fileEnv) residue() []string {
 			problems = append(problems, fmt.Sprintf("stored bytes %d differ from the rows' sizes %d", stored, sizes))
 		}
 	}
-	if pl, ok := e.bucket.(blob.PendingLister); ok {
+	if pl, ok := e.bucket.(blob.Pending); ok {
 		pending, err := pl.PendingUploads(ctx)
 		switch {
 		case err != nil:
@@ -586,8 +582,7 @@ func (e *fileEnv) residue() []string {
 	if e.fsDir != "" {
 		// Every regular file under the root must be a listed object: a
 		// temporary file anywhere (in .tmp or not) is a leftover.
-		lister := e.bucket.(blob.Lister)
-		objs, _ := lister.List(ctx, "")
+		objs, _ := e.bucket.List(ctx, "")
 		err := filepath.WalkDir(e.fsDir, func(p string, d iofs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err

@@ -79,7 +79,7 @@ func testSweeperOnRealStorage(t *testing.T, st fileStorage, ms storeCase) {
 		total.Errors += r.Errors
 		_, err := e.bucket.Stat(ctx, orphan)
 		pending := 0
-		if pl, ok := e.bucket.(blob.PendingLister); ok {
+		if pl, ok := e.bucket.(blob.Pending); ok {
 			p, _ := pl.PendingUploads(ctx)
 			pending = len(p)
 		}

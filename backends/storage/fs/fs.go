@@ -57,10 +57,8 @@ type Bucket struct {
 }
 
 var (
-	_ blob.Bucket        = (*Bucket)(nil)
-	_ blob.Lister        = (*Bucket)(nil)
-	_ blob.PendingLister = (*Bucket)(nil)
-	_ blob.Checker       = (*Bucket)(nil)
+	_ blob.Bucket  = (*Bucket)(nil)
+	_ blob.Pending = (*Bucket)(nil)
 )
 
 // New opens (creating if needed) the directory cfg.Dir and removes
@@ -260,9 +258,12 @@ func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	return f, nil
 }
 
-// OpenRange implements blob.RangeOpener: a seek, then a bounded read of
-// the same open file.
+// OpenRange implements blob.Bucket: a seek, then a bounded read of the
+// same open file.
 func (b *Bucket) OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return nil, err
+	}
 	if offset < 0 || length < 1 {
 		return nil, fmt.Errorf("fs: open %s: invalid range %d+%d", key, offset, length)
 	}
@@ -335,7 +336,7 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// List implements blob.Lister.
+// List implements blob.Bucket.
 func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
 	var keys []string
 	err := iofs.WalkDir(b.root.FS(), ".", func(name string, d iofs.DirEntry, err error) error {
@@ -357,13 +358,13 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fs: list %q: %w", prefix, classify(err))
+		return nil, fmt.Errorf("fs: list %q: %w", prefix, b.rootOr(classify(err)))
 	}
 	slices.Sort(keys)
 	return keys, nil
 }
 
-// ListAfter implements blob.PageLister. The walk is local, so it
+// ListAfter implements blob.Bucket. The walk is local, so it
 // lists and then pages.
 func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
 	keys, err := b.List(ctx, prefix)
@@ -377,12 +378,12 @@ func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int)
 	return slices.Clone(keys[i:min(i+limit, len(keys))]), nil
 }
 
-// PendingUploads implements blob.PendingLister: the temporary files of
+// PendingUploads implements blob.Pending: the temporary files of
 // uploads in progress (or left by a crash).
 func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
 	entries, err := iofs.ReadDir(b.root.FS(), tmpDir)
 	if err != nil {
-		return nil, fmt.Errorf("fs: list %s: %w", tmpDir, classify(err))
+		return nil, fmt.Errorf("fs: list %s: %w", tmpDir, b.rootOr(classify(err)))
 	}
 	var out []string
 	for _, e := range entries {
@@ -391,12 +392,12 @@ func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// AbortPending implements blob.PendingSweeper: the temporary files
+// AbortPending implements blob.Pending: the temporary files
 // last written before before (a live upload writes its own all along).
 func (b *Bucket) AbortPending(ctx context.Context, before time.Time, limit int) (int, error) {
 	entries, err := iofs.ReadDir(b.root.FS(), tmpDir)
 	if err != nil {
-		return 0, fmt.Errorf("fs: list %s: %w", tmpDir, classify(err))
+		return 0, fmt.Errorf("fs: list %s: %w", tmpDir, b.rootOr(classify(err)))
 	}
 	removed := 0
 	for _, e := range entries {
@@ -418,7 +419,7 @@ func (b *Bucket) AbortPending(ctx context.Context, before time.Time, limit int) 
 	return removed, nil
 }
 
-// Check implements blob.Checker: the root and its temporary directory
+// Check implements blob.Bucket: the root and its temporary directory
 // are still there.
 func (b *Bucket) Check(ctx context.Context) error {
 	if err := b.rootMoved(blob.ErrNotFound); err != nil {

@@ -127,11 +127,9 @@ type Bucket struct {
 	closed        atomic.Bool
 }
 
-var (
-	_ blob.Bucket  = (*Bucket)(nil)
-	_ blob.Lister  = (*Bucket)(nil)
-	_ blob.Checker = (*Bucket)(nil)
-)
+// The gcs Bucket is not a blob.Pending: an abandoned resumable upload
+// leaves nothing the API can list, and GCS expires it on its own.
+var _ blob.Bucket = (*Bucket)(nil)
 
 // New validates cfg (returning every problem, each wrapping
 // blob.ErrInvalidConfig) and builds the client. It does not contact the
@@ -270,7 +268,7 @@ func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	return r, nil
 }
 
-// OpenRange implements blob.RangeOpener.
+// OpenRange implements blob.Bucket.
 func (b *Bucket) OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	if err := blob.ValidateKey(key); err != nil {
 		return nil, err
@@ -322,8 +320,11 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// List implements blob.Lister.
+// List implements blob.Bucket.
 func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := b.open(); err != nil {
+		return nil, fmt.Errorf("gcs: list %q: %w", prefix, err)
+	}
 	q := &gstorage.Query{Prefix: b.name(prefix)}
 	if err := q.SetAttrSelection([]string{"Name"}); err != nil {
 		return nil, fmt.Errorf("gcs: list %q: %w", prefix, err)
@@ -342,9 +343,12 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
 	}
 }
 
-// ListAfter implements blob.PageLister: objects from after on (the
-// query's StartOffset includes it, so it is skipped), stopping at limit.
+// ListAfter implements blob.Bucket: objects from after on (the query's
+// StartOffset includes it, so it is skipped), stopping at limit.
 func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	if err := b.open(); err != nil {
+		return nil, fmt.Errorf("gcs: list %q after %q: %w", prefix, after, err)
+	}
 	q := &gstorage.Query{Prefix: b.name(prefix)}
 	if after != "" {
 		q.StartOffset = b.name(after)
@@ -369,7 +373,7 @@ func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int)
 	return keys, nil
 }
 
-// Check implements blob.Checker by reading the bucket's attributes.
+// Check implements blob.Bucket by reading the bucket's attributes.
 func (b *Bucket) Check(ctx context.Context) error {
 	if err := b.open(); err != nil {
 		return fmt.Errorf("gcs: check: %w", err)

@@ -179,10 +179,8 @@ type orphan struct {
 }
 
 var (
-	_ blob.Bucket        = (*Bucket)(nil)
-	_ blob.Lister        = (*Bucket)(nil)
-	_ blob.PendingLister = (*Bucket)(nil)
-	_ blob.Checker       = (*Bucket)(nil)
+	_ blob.Bucket  = (*Bucket)(nil)
+	_ blob.Pending = (*Bucket)(nil)
 )
 
 // New validates cfg (returning every problem, each wrapping
@@ -576,7 +574,7 @@ func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	return out.Body, nil
 }
 
-// OpenRange implements blob.RangeOpener with an HTTP Range request.
+// OpenRange implements blob.Bucket with an HTTP Range request.
 func (b *Bucket) OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	if err := blob.ValidateKey(key); err != nil {
 		return nil, err
@@ -635,8 +633,11 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// List implements blob.Lister.
+// List implements blob.Bucket.
 func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := b.open(); err != nil {
+		return nil, fmt.Errorf("s3: list %q: %w", prefix, err)
+	}
 	p := s3.NewListObjectsV2Paginator(b.client, &s3.ListObjectsV2Input{Bucket: b.bucket, Prefix: b.key(prefix)})
 	var keys []string
 	for p.HasMorePages() {
@@ -655,9 +656,12 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
 	return keys, nil
 }
 
-// ListAfter implements blob.PageLister with one ListObjectsV2 request
-// per page (S3 orders keys by their bytes, as Go compares strings).
+// ListAfter implements blob.Bucket with one ListObjectsV2 request per
+// page (S3 orders keys by their bytes, as Go compares strings).
 func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	if err := b.open(); err != nil {
+		return nil, fmt.Errorf("s3: list %q after %q: %w", prefix, after, err)
+	}
 	in := &s3.ListObjectsV2Input{Bucket: b.bucket, Prefix: b.key(prefix), MaxKeys: aws.Int32(int32(min(limit, 1000)))}
 	if after != "" {
 		in.StartAfter = b.key(after)
@@ -679,9 +683,12 @@ func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int)
 	return keys, nil
 }
 
-// PendingUploads implements blob.PendingLister: the multipart uploads
-// in progress under the prefix, as "key upload-id".
+// PendingUploads implements blob.Pending: the multipart uploads in
+// progress under the prefix, as "key upload-id".
 func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
+	if err := b.open(); err != nil {
+		return nil, fmt.Errorf("s3: list multipart uploads: %w", err)
+	}
 	p := s3.NewListMultipartUploadsPaginator(b.client, &s3.ListMultipartUploadsInput{Bucket: b.bucket, Prefix: b.key("")})
 	var out []string
 	for p.HasMorePages() {
@@ -696,7 +703,7 @@ func (b *Bucket) PendingUploads(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// AbortPending implements blob.PendingSweeper: the multipart uploads
+// AbortPending implements blob.Pending: the multipart uploads
 // under the prefix initiated before before.
 func (b *Bucket) AbortPending(ctx context.Context, before time.Time, limit int) (int, error) {
 	if err := b.open(); err != nil {
@@ -726,7 +733,7 @@ func (b *Bucket) AbortPending(ctx context.Context, before time.Time, limit int) 
 	return removed, nil
 }
 
-// Check implements blob.Checker with HeadBucket.
+// Check implements blob.Bucket with HeadBucket.
 func (b *Bucket) Check(ctx context.Context) error {
 	if err := b.open(); err != nil {
 		return fmt.Errorf("s3: check: %w", err)

@@ -76,10 +76,7 @@ func Prefix(t *testing.T, s PrefixStore) {
 // not exist: Check says so with blob.ErrNotFound (readiness names the
 // misconfiguration), while an Upload into it is an error that is not
 // ErrNotFound, which callers take for "no such object".
-func MissingBucket(t *testing.T, b interface {
-	blob.Bucket
-	blob.Checker
-}) {
+func MissingBucket(t *testing.T, b blob.Bucket) {
 	t.Helper()
 	ctx := opContext(t)
 	if err := b.Check(ctx); !errors.Is(err, blob.ErrNotFound) {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	mrand "math/rand/v2"
 	"net"
 	"slices"
@@ -44,9 +45,9 @@ const opTimeout = 2 * time.Minute
 
 // Run runs the contract suite. newBucket is called once per subtest and
 // must return an empty bucket, usable for the rest of that subtest and
-// released by its own t.Cleanup. Buckets that implement blob.Lister and
-// blob.PendingLister are also checked for leftovers after every failed
-// upload.
+// released by its own t.Cleanup. After every failed upload the bucket is
+// checked for leftovers: objects, and unfinished uploads where it
+// implements blob.Pending.
 func Run(t *testing.T, newBucket func(t *testing.T) blob.Bucket) {
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, newBucket(t)) })
 	t.Run("Overwrite", func(t *testing.T) { testOverwrite(t, newBucket(t)) })
@@ -62,6 +63,7 @@ func Run(t *testing.T, newBucket func(t *testing.T) blob.Bucket) {
 	t.Run("OpenRange", func(t *testing.T) { testOpenRange(t, newBucket(t)) })
 	t.Run("ListAfter", func(t *testing.T) { testListAfter(t, newBucket(t)) })
 	t.Run("AbortPending", func(t *testing.T) { testAbortPending(t, newBucket(t)) })
+	t.Run("Closed", func(t *testing.T) { testClosed(t, newBucket(t)) })
 }
 
 // heldReader yields n bytes, then blocks until release is closed and fails.
@@ -84,9 +86,8 @@ func (h *heldReader) Read(p []byte) (int, error) {
 // leaves) is removed by AbortPending once it is older than the cutoff, and
 // only then; the upload it belonged to leaves nothing either.
 func testAbortPending(t *testing.T, b blob.Bucket) {
-	ps, ok := b.(blob.PendingSweeper)
-	pl, lists := b.(blob.PendingLister)
-	if !ok || !lists {
+	p, ok := b.(blob.Pending)
+	if !ok {
 		t.Skip("the bucket keeps no state for unfinished uploads")
 	}
 	ctx := opContext(t)
@@ -106,7 +107,7 @@ func testAbortPending(t *testing.T, b blob.Bucket) {
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		pending, err := pl.PendingUploads(ctx)
+		pending, err := p.PendingUploads(ctx)
 		if err == nil && len(pending) > 0 {
 			break
 		}
@@ -115,13 +116,13 @@ func testAbortPending(t *testing.T, b blob.Bucket) {
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
 	}
-	if n, err := ps.AbortPending(ctx, time.Now().Add(-time.Hour), 10); err != nil || n != 0 {
+	if n, err := p.AbortPending(ctx, time.Now().Add(-time.Hour), 10); err != nil || n != 0 {
 		t.Errorf("AbortPending of uploads older than an hour = %d, %v; want 0 (it is newer)", n, err)
 	}
-	if n, err := ps.AbortPending(ctx, time.Now().Add(time.Hour), 10); err != nil || n < 1 {
+	if n, err := p.AbortPending(ctx, time.Now().Add(time.Hour), 10); err != nil || n < 1 {
 		t.Errorf("AbortPending of everything = %d, %v; want the pending upload", n, err)
 	}
-	if pending, err := pl.PendingUploads(ctx); err != nil || len(pending) != 0 {
+	if pending, err := p.PendingUploads(ctx); err != nil || len(pending) != 0 {
 		t.Errorf("after AbortPending: pending %q, %v", pending, err)
 	}
 	close(r.release)
@@ -461,10 +462,6 @@ func testConcurrent(t *testing.T, b blob.Bucket) {
 }
 
 func testList(t *testing.T, b blob.Bucket) {
-	l, ok := b.(blob.Lister)
-	if !ok {
-		t.Skip("bucket does not implement blob.Lister")
-	}
 	ctx := opContext(t)
 	ws := newWorkspace()
 	all := []string{"ws/" + ws + "/a/1", "ws/" + ws + "/a/2", "ws/" + ws + "/b/1"}
@@ -480,7 +477,7 @@ func testList(t *testing.T, b blob.Bucket) {
 		{"ws/" + ws + "/b", all[2:]},
 		{"zz", nil},
 	} {
-		got, err := l.List(ctx, tc.prefix)
+		got, err := b.List(ctx, tc.prefix)
 		if err != nil {
 			t.Fatalf("List(%q): %v", tc.prefix, err)
 		}
@@ -491,10 +488,6 @@ func testList(t *testing.T, b blob.Bucket) {
 }
 
 func testListAfter(t *testing.T, b blob.Bucket) {
-	l, ok := b.(blob.PageLister)
-	if !ok {
-		t.Skip("bucket does not implement blob.PageLister")
-	}
 	ctx := opContext(t)
 	ws := newWorkspace()
 	prefix := "ws/" + ws + "/"
@@ -506,7 +499,7 @@ func testListAfter(t *testing.T, b blob.Bucket) {
 	var got []string
 	pages := 0
 	for after := ""; ; pages++ {
-		page, err := l.ListAfter(ctx, prefix, after, 2)
+		page, err := b.ListAfter(ctx, prefix, after, 2)
 		if err != nil {
 			t.Fatalf("ListAfter(%q): %v", after, err)
 		}
@@ -522,10 +515,10 @@ func testListAfter(t *testing.T, b blob.Bucket) {
 	if !slices.Equal(got, all) || pages != 3 {
 		t.Errorf("paged %q in %d pages, want %q in 3", got, pages, all)
 	}
-	if page, err := l.ListAfter(ctx, prefix, prefix+"a/1", 10); err != nil || !slices.Equal(page, all[1:]) {
+	if page, err := b.ListAfter(ctx, prefix, prefix+"a/1", 10); err != nil || !slices.Equal(page, all[1:]) {
 		t.Errorf("ListAfter(a/1) = %q, %v; want the keys after it", page, err)
 	}
-	if page, err := l.ListAfter(ctx, "zz", "", 10); err != nil || len(page) != 0 {
+	if page, err := b.ListAfter(ctx, "zz", "", 10); err != nil || len(page) != 0 {
 		t.Errorf("ListAfter of an empty prefix = %q, %v", page, err)
 	}
 }
@@ -546,22 +539,19 @@ func checkLeftovers(t *testing.T, b blob.Bucket, want ...string) {
 }
 
 // NoLeftovers fails t unless b holds exactly the keys want (sorted) and no
-// unfinished upload: no temporary file, no pending multipart upload. Checks
-// a bucket cannot support (it implements neither blob.Lister nor
-// blob.PendingLister) are skipped. Backend tests use it after their own
-// failure-injection tests.
+// unfinished upload: no temporary file, no pending multipart upload (for
+// a bucket that keeps such state: blob.Pending). Backend tests use it
+// after their own failure-injection tests.
 func NoLeftovers(t testing.TB, b blob.Bucket, want ...string) {
 	t.Helper()
 	ctx := opContext(t)
-	if l, ok := b.(blob.Lister); ok {
-		got, err := l.List(ctx, "")
-		if err != nil {
-			t.Errorf("List: %v", err)
-		} else if !slices.Equal(got, want) {
-			t.Errorf("bucket holds %q, want %q", got, want)
-		}
+	got, err := b.List(ctx, "")
+	if err != nil {
+		t.Errorf("List: %v", err)
+	} else if !slices.Equal(got, want) {
+		t.Errorf("bucket holds %q, want %q", got, want)
 	}
-	if p, ok := b.(blob.PendingLister); ok {
+	if p, ok := b.(blob.Pending); ok {
 		got, err := p.PendingUploads(ctx)
 		if err != nil {
 			t.Errorf("PendingUploads: %v", err)
@@ -692,36 +682,86 @@ func opContext(t testing.TB) context.Context {
 
 // Unreachable asserts that every operation of b, whose server cannot be
 // reached, fails with blob.ErrUnavailable (the HTTP layer's 503).
-func Unreachable(t *testing.T, b interface {
-	blob.Bucket
-	blob.Checker
-}) {
+func Unreachable(t *testing.T, b blob.Bucket) {
 	t.Helper()
-	ctx := t.Context()
-	if _, err := b.Upload(ctx, "ws/1/f", strings.NewReader("x"), 1, blob.UploadOptions{}); !errors.Is(err, blob.ErrUnavailable) {
-		t.Errorf("Upload = %v, want ErrUnavailable", err)
+	for op, err := range everyOperation(t.Context(), b, "ws/1/f") {
+		if !errors.Is(err, blob.ErrUnavailable) {
+			t.Errorf("%s = %v, want ErrUnavailable", op, err)
+		}
 	}
-	if _, err := b.Stat(ctx, "ws/1/f"); !errors.Is(err, blob.ErrUnavailable) {
-		t.Errorf("Stat = %v, want ErrUnavailable", err)
+}
+
+// testClosed: after Close every operation fails with ErrUnavailable, but a
+// bad key is still reported as such first; closing again is nil.
+func testClosed(t *testing.T, b blob.Bucket) {
+	ctx := opContext(t)
+	key := "ws/" + newWorkspace() + "/f"
+	MustUpload(t, b, key, Data(1, 10))
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
 	}
-	if _, err := b.Open(ctx, "ws/1/f"); !errors.Is(err, blob.ErrUnavailable) {
-		t.Errorf("Open = %v, want ErrUnavailable", err)
+	for op, err := range everyOperation(ctx, b, key) {
+		if !errors.Is(err, blob.ErrUnavailable) {
+			t.Errorf("after Close, %s = %v; want ErrUnavailable", op, err)
+		}
 	}
-	if err := b.Delete(ctx, "ws/1/f"); !errors.Is(err, blob.ErrUnavailable) {
-		t.Errorf("Delete = %v, want ErrUnavailable", err)
+	if _, err := b.Stat(ctx, "../escape"); !errors.Is(err, blob.ErrInvalidKey) {
+		t.Errorf("after Close, Stat of an invalid key = %v; want ErrInvalidKey", err)
 	}
-	if err := b.Check(ctx); !errors.Is(err, blob.ErrUnavailable) {
-		t.Errorf("Check = %v, want ErrUnavailable", err)
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
 	}
+}
+
+// everyOperation calls every method of b but Close once, on key where
+// one takes a key, and yields each one's name and error. A stream
+// returned without an error is read to its end, where the failure may
+// show instead.
+func everyOperation(ctx context.Context, b blob.Bucket, key string) iter.Seq2[string, error] {
+	read := func(rc io.ReadCloser, err error) error {
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		_, err = io.Copy(io.Discard, rc)
+		return err
+	}
+	second := func(_ any, err error) error { return err }
+	ops := []operation{
+		{"Upload", func() error {
+			return second(b.Upload(ctx, key, strings.NewReader("x"), 1, blob.UploadOptions{}))
+		}},
+		{"Open", func() error { return read(b.Open(ctx, key)) }},
+		{"OpenRange", func() error { return read(b.OpenRange(ctx, key, 0, 1)) }},
+		{"Stat", func() error { return second(b.Stat(ctx, key)) }},
+		{"Delete", func() error { return b.Delete(ctx, key) }},
+		{"List", func() error { return second(b.List(ctx, "ws/")) }},
+		{"ListAfter", func() error { return second(b.ListAfter(ctx, "ws/", "", 10)) }},
+		{"Check", func() error { return b.Check(ctx) }},
+	}
+	if p, ok := b.(blob.Pending); ok {
+		ops = append(ops,
+			operation{"PendingUploads", func() error { return second(p.PendingUploads(ctx)) }},
+			operation{"AbortPending", func() error { return second(p.AbortPending(ctx, time.Now(), 10)) }})
+	}
+	return func(yield func(string, error) bool) {
+		for _, op := range ops {
+			if !yield(op.name, op.call()) {
+				return
+			}
+		}
+	}
+}
+
+// operation is one call of everyOperation.
+type operation struct {
+	name string
+	call func() error
 }
 
 // testOpenRange: every bucket reads a part of an object, from any offset,
 // cut at the object's end, and answers a missing key with ErrNotFound.
 func testOpenRange(t *testing.T, b blob.Bucket) {
-	ro, ok := b.(blob.RangeOpener)
-	if !ok {
-		t.Fatalf("%T does not implement blob.RangeOpener", b)
-	}
 	ctx := opContext(t)
 	key := "ws/" + newWorkspace() + "/ranged"
 	data := Data(42, partSize+1000)
@@ -732,7 +772,7 @@ func testOpenRange(t *testing.T, b blob.Bucket) {
 	for _, r := range []struct{ offset, length int64 }{
 		{0, 1}, {0, n}, {1, 10}, {n - 1, 1}, {partSize - 5, 10}, {n - 10, 100}, {12345, MiB},
 	} {
-		rc, err := ro.OpenRange(ctx, key, r.offset, r.length)
+		rc, err := b.OpenRange(ctx, key, r.offset, r.length)
 		if err != nil {
 			t.Fatalf("OpenRange(%d, %d): %v", r.offset, r.length, err)
 		}
@@ -746,10 +786,10 @@ func testOpenRange(t *testing.T, b blob.Bucket) {
 			t.Errorf("OpenRange(%d, %d) = %d bytes, want %d bytes equal to the object's", r.offset, r.length, len(got), len(want))
 		}
 	}
-	if _, err := ro.OpenRange(ctx, "ws/"+newWorkspace()+"/missing", 0, 1); !errors.Is(err, blob.ErrNotFound) {
+	if _, err := b.OpenRange(ctx, "ws/"+newWorkspace()+"/missing", 0, 1); !errors.Is(err, blob.ErrNotFound) {
 		t.Errorf("OpenRange of a missing key = %v, want ErrNotFound", err)
 	}
-	if _, err := ro.OpenRange(ctx, "../escape", 0, 1); !errors.Is(err, blob.ErrInvalidKey) {
+	if _, err := b.OpenRange(ctx, "../escape", 0, 1); !errors.Is(err, blob.ErrInvalidKey) {
 		t.Errorf("OpenRange of an invalid key = %v, want ErrInvalidKey", err)
 	}
 }
