@@ -14,12 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	gstorage "cloud.google.com/go/storage"
@@ -29,6 +26,7 @@ import (
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 
+	"github.com/aigateway/gateway/backends/storage/remote"
 	"github.com/aigateway/gateway/files/blob"
 )
 
@@ -37,8 +35,8 @@ const (
 	DefaultChunkSize            = 4 << 20
 	DefaultChunkRetryDeadline   = 32 * time.Second
 	DefaultChunkTransferTimeout = time.Minute
-	DefaultRequestTimeout       = 30 * time.Second
-	DefaultMaxAttempts          = 3
+	DefaultRequestTimeout       = remote.DefaultRequestTimeout
+	DefaultMaxAttempts          = remote.DefaultMaxAttempts
 	chunkGranularity            = 256 << 10
 	copyBufSize                 = 256 << 10
 )
@@ -84,32 +82,15 @@ func (c *Config) setDefaults() {
 	if c.ChunkTransferTimeout == 0 {
 		c.ChunkTransferTimeout = DefaultChunkTransferTimeout
 	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.Prefix != "" && !strings.HasSuffix(c.Prefix, "/") {
-		c.Prefix += "/"
-	}
+	remote.SetDefaults(&c.Prefix, &c.RequestTimeout, &c.MaxAttempts)
 }
 
 // validate returns every problem of c, joined.
 func (c *Config) validate() error {
-	var errs []error
-	bad := func(field, problem string) {
-		errs = append(errs, &blob.ConfigError{Field: "gcs." + field, Problem: problem})
-	}
-	errs = append(errs, blob.LocationProblems("gcs", c.Bucket, c.Endpoint, c.Prefix)...)
+	errs := remote.Problems("gcs", c.Bucket, c.Endpoint, c.Prefix, c.MaxAttempts,
+		c.ChunkRetryDeadline, c.ChunkTransferTimeout, c.RequestTimeout)
 	if c.ChunkSize <= 0 || c.ChunkSize%chunkGranularity != 0 {
-		bad("chunk_size", "must be a positive multiple of 256 KiB")
-	}
-	if c.ChunkRetryDeadline < 0 || c.ChunkTransferTimeout < 0 || c.RequestTimeout < 0 {
-		bad("timeouts", "must not be negative")
-	}
-	if c.MaxAttempts < 1 {
-		bad("max_attempts", "must be at least 1")
+		errs = append(errs, &blob.ConfigError{Field: "gcs.chunk_size", Problem: "must be a positive multiple of 256 KiB"})
 	}
 	return errors.Join(errs...)
 }
@@ -400,25 +381,13 @@ func classify(err error) error      { return blob.Classify(err, sentinel) }
 func classifyWrite(err error) error { return blob.ClassifyWrite(err, sentinel) }
 
 func sentinel(err error) error {
-	var (
-		api    *googleapi.Error
-		netErr net.Error
-	)
+	var api *googleapi.Error
 	switch {
 	case errors.Is(err, gstorage.ErrObjectNotExist), errors.Is(err, gstorage.ErrBucketNotExist):
 		return blob.ErrNotFound
 	case errors.As(err, &api):
-		switch c := api.Code; {
-		case c == http.StatusUnauthorized || c == http.StatusForbidden:
-			return blob.ErrAccessDenied
-		case c == http.StatusNotFound:
-			return blob.ErrNotFound
-		case c == http.StatusRequestTimeout || c == http.StatusTooManyRequests || c >= 500:
-			return blob.ErrUnavailable
-		}
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return remote.StatusError(api.Code)
+	case remote.Unreachable(err):
 		return blob.ErrUnavailable
 	}
 	return nil

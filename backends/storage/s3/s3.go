@@ -29,9 +29,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/aigateway/gateway/backends/storage/remote"
 	"github.com/aigateway/gateway/files/blob"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
@@ -59,8 +59,8 @@ const (
 	DefaultPartSize       = MinPartSize
 	DefaultBufferBudget   = 64 << 20
 	DefaultPartTimeout    = 2 * time.Minute
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultMaxAttempts    = 3
+	DefaultRequestTimeout = remote.DefaultRequestTimeout
+	DefaultMaxAttempts    = remote.DefaultMaxAttempts
 )
 
 const (
@@ -118,15 +118,7 @@ func (c *Config) setDefaults() {
 	if c.PartTimeout == 0 {
 		c.PartTimeout = DefaultPartTimeout
 	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.Prefix != "" && !strings.HasSuffix(c.Prefix, "/") {
-		c.Prefix += "/"
-	}
+	remote.SetDefaults(&c.Prefix, &c.RequestTimeout, &c.MaxAttempts)
 	if c.Region == "" && c.Endpoint != "" {
 		c.Region = "us-east-1"
 	}
@@ -134,22 +126,15 @@ func (c *Config) setDefaults() {
 
 // validate returns every problem of c, joined.
 func (c *Config) validate() error {
-	var errs []error
+	errs := remote.Problems("s3", c.Bucket, c.Endpoint, c.Prefix, c.MaxAttempts, c.PartTimeout, c.RequestTimeout)
 	bad := func(field, problem string) {
 		errs = append(errs, &blob.ConfigError{Field: "s3." + field, Problem: problem})
 	}
-	errs = append(errs, blob.LocationProblems("s3", c.Bucket, c.Endpoint, c.Prefix)...)
 	if c.PartSize < MinPartSize || c.PartSize > maxPartSize {
 		bad("part_size", fmt.Sprintf("must be between %d and %d bytes", MinPartSize, int64(maxPartSize)))
 	}
 	if c.BufferBudget < c.PartSize {
 		bad("buffer_budget", "must hold at least one part")
-	}
-	if c.PartTimeout < 0 || c.RequestTimeout < 0 {
-		bad("timeouts", "must not be negative")
-	}
-	if c.MaxAttempts < 1 {
-		bad("max_attempts", "must be at least 1")
 	}
 	return errors.Join(errs...)
 }
@@ -836,7 +821,6 @@ func sentinel(err error) error {
 		resp     *smithyhttp.ResponseError
 		send     *smithyhttp.RequestSendError
 		quota    *ratelimit.QuotaExceededError
-		netErr   net.Error
 	)
 	switch {
 	case errors.As(err, &noBucket):
@@ -857,20 +841,11 @@ func sentinel(err error) error {
 		}
 	}
 	if errors.As(err, &resp) {
-		switch s := resp.HTTPStatusCode(); {
-		case s == http.StatusUnauthorized || s == http.StatusForbidden:
-			return blob.ErrAccessDenied
-		case s == http.StatusNotFound:
-			return blob.ErrNotFound
-		case s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500:
-			return blob.ErrUnavailable
+		if s := remote.StatusError(resp.HTTPStatusCode()); s != nil {
+			return s
 		}
 	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &send), errors.As(err, &quota), errors.As(err, &netErr),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+	if errors.As(err, &send) || errors.As(err, &quota) || remote.Unreachable(err) {
 		return blob.ErrUnavailable
 	}
 	return nil
