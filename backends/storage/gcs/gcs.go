@@ -104,8 +104,24 @@ type Bucket struct {
 	// which is safe here: retrying an unconditional write of the same bytes
 	// yields the same object.
 	reads, writes *gstorage.BucketHandle
+	now           func() time.Time // times an upload's retry streak
 	log           *zap.Logger
 	closed        atomic.Bool
+}
+
+// pacing is how a Bucket waits between the tries of a request: the
+// library's backoff, and the clock that times an upload's streak of
+// failures (retryStreak). Production's is defaultPacing; tests shorten the
+// pauses and step the clock, to make the same kind of tries without waiting
+// for them.
+type pacing struct {
+	backoff gax.Backoff
+	now     func() time.Time
+}
+
+var defaultPacing = pacing{
+	backoff: gax.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2},
+	now:     time.Now,
 }
 
 // The gcs Bucket is not a blob.Pending: an abandoned resumable upload
@@ -116,6 +132,10 @@ var _ blob.Bucket = (*Bucket)(nil)
 // blob.ErrInvalidConfig) and builds the client. It does not contact the
 // server; use Check for readiness.
 func New(ctx context.Context, cfg Config, log *zap.Logger) (*Bucket, error) {
+	return newBucket(ctx, cfg, log, defaultPacing)
+}
+
+func newBucket(ctx context.Context, cfg Config, log *zap.Logger, p pacing) (*Bucket, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -133,13 +153,14 @@ func New(ctx context.Context, cfg Config, log *zap.Logger) (*Bucket, error) {
 	}
 	retry := []gstorage.RetryOption{
 		gstorage.WithMaxAttempts(cfg.MaxAttempts),
-		gstorage.WithBackoff(gax.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}),
+		gstorage.WithBackoff(p.backoff),
 	}
 	return &Bucket{
 		client: client,
 		cfg:    cfg,
 		reads:  client.Bucket(cfg.Bucket).Retryer(retry...),
 		writes: client.Bucket(cfg.Bucket).Retryer(append(retry, gstorage.WithPolicy(gstorage.RetryAlways))...),
+		now:    p.now,
 		log:    log,
 	}, nil
 }
@@ -174,7 +195,7 @@ func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, size int64
 	// finalizes it, so GCS creates no object.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	streak := &retryStreak{limit: b.cfg.ChunkRetryDeadline}
+	streak := &retryStreak{limit: b.cfg.ChunkRetryDeadline, now: b.now}
 	w := b.writes.Object(b.name(key)).Retryer(gstorage.WithErrorFunc(streak.shouldRetry)).NewWriter(wctx)
 	w.ChunkSize = b.cfg.ChunkSize
 	w.ChunkRetryDeadline = b.cfg.ChunkRetryDeadline
@@ -216,6 +237,7 @@ func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, size int64
 // previous one) is retried for at most limit, whichever request fails.
 type retryStreak struct {
 	limit       time.Duration
+	now         func() time.Time
 	mu          sync.Mutex
 	first, last time.Time
 }
@@ -226,7 +248,7 @@ func (r *retryStreak) shouldRetry(err error) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := time.Now()
+	now := r.now()
 	if r.first.IsZero() || now.Sub(r.last) > r.limit {
 		r.first = now
 	}

@@ -142,15 +142,19 @@ func TestMissingBucket(t *testing.T) {
 	storagetest.MissingBucket(t, newBucket(t, gcs.Config{Bucket: "gw-test-no-such-bucket", Endpoint: endpoint}))
 }
 
-// Nothing listens on the endpoint: every operation is ErrUnavailable,
-// within the bounded retries.
+// The endpoint resets every connection: every operation is ErrUnavailable
+// once its tries are spent (an upload's bounded by ChunkRetryDeadline).
+// The tries are production's, without the pauses between them.
 func TestUnreachableIsUnavailable(t *testing.T) {
-	b := newBucket(t, gcs.Config{
-		Bucket:             "b",
-		Endpoint:           "http://" + storagetest.RefusingAddr(t) + "/storage/v1/",
-		MaxAttempts:        2,
-		ChunkRetryDeadline: time.Second,
-	})
+	b, err := gcs.NewWithoutWaits(t.Context(), gcs.Config{
+		Bucket:      "b",
+		Endpoint:    "http://" + storagetest.RefusingAddr(t) + "/storage/v1/",
+		MaxAttempts: 2,
+	}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
 	storagetest.Unreachable(t, b)
 }
 

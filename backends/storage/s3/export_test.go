@@ -1,6 +1,18 @@
 package s3
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"go.uber.org/zap"
+)
+
+// NewWithoutBackoff is New with no pause between the tries of a request:
+// the same tries, and the same errors, as production, without the wait.
+func NewWithoutBackoff(ctx context.Context, cfg Config, log *zap.Logger) (*Bucket, error) {
+	return newBucket(ctx, cfg, log, retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil }))
+}
 
 // RetryOrphans makes one synchronous pass over the failed aborts, as the
 // janitor does in the background, and returns how many are left.

@@ -173,6 +173,14 @@ var (
 // server: a storage outage at start-up must not stop the gateway; use Check
 // for readiness. Close must be called to stop the background janitor.
 func New(ctx context.Context, cfg Config, log *zap.Logger) (*Bucket, error) {
+	return newBucket(ctx, cfg, log, nil)
+}
+
+// newBucket is New with the pause between the tries of a request chosen by
+// backoff; nil is the SDK's exponential backoff with jitter, at most 2 s,
+// which production uses. Tests pass none, to make as many tries as
+// production without waiting.
+func newBucket(ctx context.Context, cfg Config, log *zap.Logger, backoff retry.BackoffDelayer) (*Bucket, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -193,6 +201,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger) (*Bucket, error) {
 				o.MaxAttempts = cfg.MaxAttempts
 				// An interactive upload cannot wait out the SDK's 20 s.
 				o.MaxBackoff = 2 * time.Second
+				if backoff != nil {
+					o.Backoff = backoff
+				}
 			})
 		}),
 	}

@@ -227,8 +227,9 @@ func TestMissingBucket(t *testing.T) {
 	storagetest.MissingBucket(t, newBucket(t, srv.config("gw-test-no-such-bucket")))
 }
 
-// Nothing listens on the endpoint: every operation is ErrUnavailable,
-// within the bounded retries.
+// The endpoint resets every connection: every operation is
+// ErrUnavailable once its tries are spent. The tries are production's,
+// without the pauses between them.
 func TestUnreachableIsUnavailable(t *testing.T) {
 	cfg := s3.Config{
 		Bucket:      "b",
@@ -237,7 +238,11 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 		MaxAttempts: 2,
 		Credentials: credentials.NewStaticCredentialsProvider("a", "s", ""),
 	}
-	b := newBucket(t, cfg)
+	b, err := s3.NewWithoutBackoff(t.Context(), cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
 	storagetest.Unreachable(t, b)
 }
 
