@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/aigateway/gateway/files"
 	"github.com/aigateway/gateway/files/sniff"
@@ -130,9 +131,126 @@ var errorTable = []errorKind{
 	{files.ErrProvider, http.StatusBadGateway, msgProviderError},
 }
 
-// metadataError is implemented by errors that carry client-safe details.
+// metadataTable builds the envelope's metadata of the domain's typed
+// refusals from their fields: the domain says what went wrong in its own
+// terms, and the edge alone chooses the wire's names. The first row that
+// finds its type in the error (errors.As) describes it, even when it has
+// nothing to add (a nil map). A new typed error gets a row here beside its
+// row in errorTable.
+var metadataTable = []func(error) (meta map[string]any, found bool){
+	describe(burstMetadata),
+	describe(limitedMetadata),
+	describe(keyLimitMetadata),
+	describe(budgetMetadata),
+	describe(notDeletableMetadata),
+	describe(typeMetadata),
+	describe(filenameMetadata),
+	describe(tooLargeMetadata),
+	describe(quotaMetadata),
+}
+
+// describe turns build, which describes one typed error E, into a row of
+// metadataTable.
+func describe[E error](build func(E) map[string]any) func(error) (map[string]any, bool) {
+	return func(err error) (map[string]any, bool) {
+		var e E
+		if !errors.As(err, &e) {
+			return nil, false
+		}
+		return build(e), true
+	}
+}
+
+// burstMetadata: what the request would cost and the most the limit can
+// ever allow.
+func burstMetadata(e *limits.ExceedsBurstError) map[string]any {
+	return map[string]any{"cost": e.Cost, "limit": e.Burst}
+}
+
+// limitedMetadata names the limit that denied.
+func limitedMetadata(e *limits.LimitedError) map[string]any {
+	return map[string]any{"limit": e.Reason}
+}
+
+// keyLimitMetadata: the key's limit in dollars and its window, null for a
+// lifetime limit.
+func keyLimitMetadata(e *spend.KeyLimitError) map[string]any {
+	var reset any
+	if e.Reset != keys.ResetNever {
+		reset = string(e.Reset)
+	}
+	return map[string]any{"limit": e.Limit, "limit_reset": reset}
+}
+
+// budgetMetadata: which budget was reached, and when it resets (in UTC,
+// null for a lifetime budget).
+func budgetMetadata(e *spend.BudgetError) map[string]any {
+	var resets any
+	if e.ResetsAt != nil {
+		resets = e.ResetsAt.UTC().Format(time.RFC3339)
+	}
+	return map[string]any{"workspace_id": e.WorkspaceID, "interval": string(e.Interval), "limit_usd": e.Limit, "resets_at": resets}
+}
+
+// notDeletableMetadata says what is in the way: the workspace being the
+// default one, or what it still holds.
+func notDeletableMetadata(e *workspace.NotDeletableError) map[string]any {
+	if e.Default {
+		return map[string]any{"default": true}
+	}
+	return map[string]any{"files": e.Files, "keys": e.Keys, "uploads_in_progress": e.Uploads}
+}
+
+// typeMetadata adds, for text refused part-way, the offset of the first
+// byte at fault; the reason is already under "fields".
+func typeMetadata(e *sniff.TypeError) map[string]any {
+	if e.Offset < 0 {
+		return nil
+	}
+	return map[string]any{"offset": e.Offset}
+}
+
+// filenameMetadata: the rule broken and, when known, where. Never the name
+// itself.
+func filenameMetadata(e *files.FilenameError) map[string]any {
+	m := map[string]any{"rule": e.Rule}
+	if e.Position > 0 {
+		m["position"] = e.Position
+	}
+	return m
+}
+
+// tooLargeMetadata tells the client the largest file accepted.
+func tooLargeMetadata(e *files.TooLargeError) map[string]any {
+	return map[string]any{"max_file_bytes": e.Limit}
+}
+
+// quotaMetadata tells the client the workspace's quota and what was left of
+// it.
+func quotaMetadata(e *files.QuotaError) map[string]any {
+	return map[string]any{"limit_bytes": e.Limit, "available_bytes": e.Available}
+}
+
+// metadataError is implemented by errors that carry their own client-safe
+// details: the adapters' (a provider's request id, the store's quota
+// figures), which no row of metadataTable describes, and requestError.
 type metadataError interface {
 	Metadata() map[string]any
+}
+
+// errorMetadata is the client-safe detail of err: from metadataTable, else
+// from the error's own Metadata, else nil.
+func errorMetadata(err error) map[string]any {
+	for _, row := range metadataTable {
+		if meta, found := row(err); found {
+			return meta
+		}
+	}
+	var me metadataError
+	if errors.As(err, &me) {
+		return me.Metadata()
+	}
+	return nil
 }
 
 // retryAfterError is implemented by errors that tell when to try again.
@@ -172,11 +290,7 @@ func classify(err error) (status int, message string) {
 // the domain named them, under "fields", with whatever other client-safe
 // detail the error carries.
 func clientMetadata(err error) map[string]any {
-	var meta map[string]any
-	var me metadataError
-	if errors.As(err, &me) {
-		meta = me.Metadata()
-	}
+	meta := errorMetadata(err)
 	problems := invalid.Fields(err)
 	if len(problems) == 0 {
 		return meta
@@ -225,9 +339,8 @@ func writeError(w http.ResponseWriter, r *http.Request, log *zap.Logger, err err
 	} else {
 		// Upstream (provider) errors may carry safe metadata such as the
 		// provider's request id; internal errors carry nothing.
-		var me metadataError
-		if status != http.StatusInternalServerError && errors.As(err, &me) {
-			env.Error.Metadata = me.Metadata()
+		if status != http.StatusInternalServerError {
+			env.Error.Metadata = errorMetadata(err)
 		}
 		if dependencyDown(err) {
 			// The dependency logs its outage once, when it begins and when it
