@@ -46,9 +46,9 @@ var ruleText = map[string]string{
 }
 
 // FilenameError says which rule a filename breaks. It unwraps to
-// ErrInvalidFilename. Its text and Metadata never repeat the filename (it may
-// hold anything, control characters included), so both are safe to show and
-// to log.
+// ErrInvalidFilename. Neither its text nor its fields repeat the filename
+// (it may hold anything, control characters included), so both are safe to
+// show and to log.
 type FilenameError struct {
 	Rule string // one of the Rule* constants
 	// Position is the 1-based character position of the offending character,
@@ -70,15 +70,6 @@ func (e *FilenameError) Unwrap() error { return ErrInvalidFilename }
 // FieldProblems names the problem under "filename".
 func (e *FilenameError) FieldProblems() []invalid.Field {
 	return []invalid.Field{{Name: "filename", Problem: ruleText[e.Rule]}}
-}
-
-// Metadata adds the rule broken and, when known, where.
-func (e *FilenameError) Metadata() map[string]any {
-	m := map[string]any{"rule": e.Rule}
-	if e.Position > 0 {
-		m["position"] = e.Position
-	}
-	return m
 }
 
 // ValidateFilename checks a client's filename against the upload rules: 1 to

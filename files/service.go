@@ -436,8 +436,12 @@ func newFileID() string {
 	return "file-" + fileIDEncoding.EncodeToString(b[:])
 }
 
-// TooLargeError is returned while streaming a file past the limit.
-type TooLargeError struct{ Limit int64 }
+// TooLargeError is returned while streaming a file past the limit. It
+// unwraps to ErrTooLarge.
+type TooLargeError struct {
+	// Limit is the largest file accepted, in bytes: Config.MaxFileBytes.
+	Limit int64
+}
 
 func (e *TooLargeError) Error() string { return fmt.Sprintf("file exceeds %d bytes", e.Limit) }
 func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
@@ -447,13 +451,9 @@ func (e *TooLargeError) FieldProblems() []invalid.Field {
 	return []invalid.Field{{Name: "file", Problem: "larger than the maximum file size"}}
 }
 
-// Metadata tells the client the limit.
-func (e *TooLargeError) Metadata() map[string]any {
-	return map[string]any{"max_file_bytes": e.Limit}
-}
-
 // QuotaError refuses a file larger than what is left of its workspace's
-// quota. It unwraps to ErrQuotaExceeded; Metadata is the client's detail.
+// quota. It unwraps to ErrQuotaExceeded; its fields are safe to show the
+// workspace's keys.
 type QuotaError struct {
 	Limit     int64 // the workspace's quota in bytes
 	Available int64 // what was left of it for this upload
@@ -465,11 +465,6 @@ func (e *QuotaError) Error() string {
 
 // Unwrap returns ErrQuotaExceeded.
 func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
-
-// Metadata tells the client the quota and what was left of it.
-func (e *QuotaError) Metadata() map[string]any {
-	return map[string]any{"limit_bytes": e.Limit, "available_bytes": e.Available}
-}
 
 // limitReader fails with *TooLargeError as soon as more than limit bytes
 // arrive, wherever in the stream that happens; or, when quota is set, with

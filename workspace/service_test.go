@@ -465,14 +465,11 @@ func TestServiceListAndDelete(t *testing.T) {
 		t.Errorf("an empty page encodes as %s, want []", b)
 	}
 
-	st.held = map[string]NotDeletableError{ids[0]: {Files: 2, Keys: 1}}
+	st.held = map[string]NotDeletableError{ids[0]: {Files: 2, Keys: 1, Uploads: 3}}
 	err = svc.Delete(ctx, "u1", "one")
 	var nd *NotDeletableError
-	if !errors.As(err, &nd) || !errors.Is(err, ErrNotDeletable) || nd.Files != 2 || nd.Keys != 1 {
-		t.Fatalf("Delete of a workspace with files = %v", err)
-	}
-	if meta := nd.Metadata(); meta["files"] != 2 || meta["keys"] != 1 || meta["uploads_in_progress"] != 0 {
-		t.Errorf("metadata = %v", meta)
+	if !errors.As(err, &nd) || !errors.Is(err, ErrNotDeletable) || nd.Default || nd.Files != 2 || nd.Keys != 1 || nd.Uploads != 3 {
+		t.Fatalf("Delete of a workspace with files = %v (%+v)", err, nd)
 	}
 	if err := svc.Delete(ctx, "u1", ids[1]); err != nil {
 		t.Fatalf("Delete by id: %v", err)

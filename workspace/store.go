@@ -94,7 +94,8 @@ func ParseRef(idOrSlug string) (ref Ref, ok bool) {
 }
 
 // NotDeletableError says why a workspace was not deleted. It unwraps to
-// ErrNotDeletable; Metadata is safe to show the workspace's owner.
+// ErrNotDeletable; its fields are safe to show the workspace's owner. When
+// Default is set the counts are not looked at (and may be zero).
 type NotDeletableError struct {
 	Default bool // it is the user's default workspace
 	Files   int  // stored files
@@ -111,14 +112,6 @@ func (e *NotDeletableError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrNotDeletable) hold.
 func (e *NotDeletableError) Unwrap() error { return ErrNotDeletable }
-
-// Metadata says what is in the way.
-func (e *NotDeletableError) Metadata() map[string]any {
-	if e.Default {
-		return map[string]any{"default": true}
-	}
-	return map[string]any{"files": e.Files, "keys": e.Keys, "uploads_in_progress": e.Uploads}
-}
 
 // Store persists workspaces. Implementations are safe for concurrent use.
 type Store interface {

@@ -52,10 +52,10 @@ var (
 	ErrEmptyFile = errors.New("empty file")
 )
 
-// TypeError says why content was refused. It unwraps to ErrUnsupportedType;
-// Reason is a fixed text and Metadata never echoes the content, so both are
-// safe to show the client.
+// TypeError says why content was refused. It unwraps to ErrUnsupportedType.
+// Its fields never echo the content, so they are safe to show the client.
 type TypeError struct {
+	// Reason is a fixed text saying what is wrong with the content.
 	Reason string
 	// Offset is the byte offset in the upload where the content stopped being
 	// acceptable text, or -1 when the type was refused as a whole.
@@ -75,14 +75,6 @@ func (e *TypeError) Unwrap() error { return ErrUnsupportedType }
 // FieldProblems names the problem under "file".
 func (e *TypeError) FieldProblems() []invalid.Field {
 	return []invalid.Field{{Name: "file", Problem: e.Reason}}
-}
-
-// Metadata adds, for text, the offset of the first byte at fault.
-func (e *TypeError) Metadata() map[string]any {
-	if e.Offset < 0 {
-		return nil
-	}
-	return map[string]any{"offset": e.Offset}
 }
 
 func refused(reason string) error { return &TypeError{Reason: reason, Offset: -1} }

@@ -399,8 +399,8 @@ func TestTypeErrorText(t *testing.T) {
 	if got := err.Error(); got != "unsupported file type: "+reasonZip {
 		t.Fatalf("Error() = %q", got)
 	}
-	if _, ok := err.(*TypeError).Metadata()["offset"]; ok {
-		t.Fatal("metadata has an offset for a refusal as a whole")
+	if te := err.(*TypeError); te.Reason != reasonZip || te.Offset != -1 {
+		t.Fatalf("a refusal as a whole = %+v, want offset -1", te)
 	}
 }
 

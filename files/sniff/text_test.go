@@ -53,9 +53,6 @@ func TestReaderRefusesText(t *testing.T) {
 				if !strings.Contains(te.Reason, tt.reason) || te.Offset != tt.offset {
 					t.Fatalf("got %q at %d, want %q at %d", te.Reason, te.Offset, tt.reason, tt.offset)
 				}
-				if te.Metadata()["offset"] != tt.offset {
-					t.Fatalf("metadata = %v", te.Metadata())
-				}
 				if (mime != "") != tt.streaming {
 					t.Fatalf("refused on Read = %v, want %v", mime != "", tt.streaming)
 				}

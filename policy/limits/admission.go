@@ -19,8 +19,9 @@ var (
 // capacity, none remaining), whatever other limits the request passed.
 type LimitedError struct {
 	Decision Decision
-	// Reason names the limit for the client: LimitRequests, LimitUploads,
-	// LimitUploadBytes or LimitUploadsInFlight.
+	// Reason names the limit that denied: LimitRequests, LimitUploads,
+	// LimitUploadBytes or LimitUploadsInFlight. These names are stable and
+	// safe to show the client.
 	Reason string
 	err    error
 }
@@ -35,11 +36,6 @@ func (e *LimitedError) Unwrap() error {
 		return ErrRateLimited
 	}
 	return e.err
-}
-
-// Metadata names the limit that denied.
-func (e *LimitedError) Metadata() map[string]any {
-	return map[string]any{"limit": e.Reason}
 }
 
 // Denied returns the error of a denying decision of the named limit.

@@ -193,9 +193,12 @@ func Strictest(ds []Decision) Decision {
 }
 
 // ExceedsBurstError reports a cost that is larger than the whole burst of
-// its limit. It unwraps to ErrExceedsBurst.
+// its limit. It unwraps to ErrExceedsBurst. Both figures are in the limit's
+// units (requests, bytes) and safe to show the client.
 type ExceedsBurstError struct {
-	Cost  int64
+	// Cost is what the check asked to charge.
+	Cost int64
+	// Burst is the limit's capacity: the most one check can ever charge.
 	Burst int64
 }
 
@@ -205,11 +208,6 @@ func (e *ExceedsBurstError) Error() string {
 
 // Unwrap returns ErrExceedsBurst.
 func (e *ExceedsBurstError) Unwrap() error { return ErrExceedsBurst }
-
-// Metadata is safe to show to the client.
-func (e *ExceedsBurstError) Metadata() map[string]any {
-	return map[string]any{"cost": e.Cost, "limit": e.Burst}
-}
 
 // ValidateCost returns an error wrapping ErrInvalidLimit when l cannot be
 // evaluated, or an *ExceedsBurstError when cost is more than l's whole

@@ -39,9 +39,8 @@ func TestExceedsBurstError(t *testing.T) {
 	if !errors.As(err, &e) || !errors.Is(err, ErrExceedsBurst) {
 		t.Fatalf("err = %v, want *ExceedsBurstError wrapping ErrExceedsBurst", err)
 	}
-	md := e.Metadata()
-	if md["cost"] != int64(5) || md["limit"] != int64(4) {
-		t.Errorf("metadata = %v", md)
+	if e.Cost != 5 || e.Burst != 4 {
+		t.Errorf("Cost, Burst = %d, %d, want 5, 4", e.Cost, e.Burst)
 	}
 }
 

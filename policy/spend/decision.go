@@ -62,43 +62,34 @@ var (
 	ErrBudget   = errors.New("workspace budget exceeded")
 )
 
-// KeyLimitError refuses a key whose limit is spent.
+// KeyLimitError refuses a key whose limit is spent. Its fields are safe to
+// show the key's holder.
 type KeyLimitError struct {
+	// Limit is the key's spending limit.
 	Limit money.Micros
+	// Reset is the limit's window; keys.ResetNever for a lifetime limit.
 	Reset keys.Reset
 }
 
 func (e *KeyLimitError) Error() string { return "key limit exceeded" }
 func (e *KeyLimitError) Unwrap() error { return ErrKeyLimit }
 
-// Metadata is the 402's metadata: the limit and its window.
-func (e *KeyLimitError) Metadata() map[string]any {
-	var reset any
-	if e.Reset != keys.ResetNever {
-		reset = string(e.Reset)
-	}
-	return map[string]any{"limit": e.Limit, "limit_reset": reset}
-}
-
-// BudgetError refuses a key whose workspace has reached a budget.
+// BudgetError refuses a key whose workspace has reached a budget. Its
+// fields are safe to show the workspace's keys.
 type BudgetError struct {
+	// WorkspaceID is the workspace whose budget was reached.
 	WorkspaceID string
-	Interval    Interval
-	Limit       money.Micros
-	ResetsAt    *time.Time // nil for lifetime
+	// Interval is the budget's window.
+	Interval Interval
+	// Limit is the budget.
+	Limit money.Micros
+	// ResetsAt is when the window ends and the budget is whole again; nil
+	// for a lifetime budget.
+	ResetsAt *time.Time
 }
 
 func (e *BudgetError) Error() string { return "workspace budget exceeded" }
 func (e *BudgetError) Unwrap() error { return ErrBudget }
-
-// Metadata is the 402's metadata: which budget, and when it resets.
-func (e *BudgetError) Metadata() map[string]any {
-	var resets any
-	if e.ResetsAt != nil {
-		resets = e.ResetsAt.UTC().Format(time.RFC3339)
-	}
-	return map[string]any{"workspace_id": e.WorkspaceID, "interval": string(e.Interval), "limit_usd": e.Limit, "resets_at": resets}
-}
 
 // Snapshot is what one refresh found spent: the keys whose limit is
 // reached and the workspaces over one of their budgets. It is read by every

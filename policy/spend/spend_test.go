@@ -160,16 +160,20 @@ func TestDecide(t *testing.T) {
 	// The widest budget reached is the one named, with no reset for lifetime.
 	err := snap.Decide(&keys.APIKey{ID: "free", Role: keys.RoleStandard, WorkspaceID: "ws-over"})
 	var be *BudgetError
-	if !errors.As(err, &be) || be.Interval != Lifetime || be.ResetsAt != nil || be.Metadata()["resets_at"] != nil {
+	if !errors.As(err, &be) || be.WorkspaceID != "ws-over" || be.Interval != Lifetime || be.Limit != 20 || be.ResetsAt != nil {
 		t.Errorf("ws-over: %+v", be)
 	}
 	snap2 := NewSnapshot(w, nil, []BudgetStanding{{Budget: Budget{WorkspaceID: "w", Interval: Weekly, Limit: 1}, Usage: Usage{Weekly: 1}}})
-	if err := snap2.Decide(&keys.APIKey{ID: "k", WorkspaceID: "w"}); !errors.As(err, &be) || be.Metadata()["resets_at"] != "2026-11-30T00:00:00Z" {
-		t.Errorf("weekly budget resets at %v", be.Metadata()["resets_at"])
+	weekEnd := at("2026-11-30T00:00:00Z")
+	if err := snap2.Decide(&keys.APIKey{ID: "k", WorkspaceID: "w"}); !errors.As(err, &be) || be.Interval != Weekly || be.ResetsAt == nil || !be.ResetsAt.Equal(weekEnd) {
+		t.Errorf("weekly budget: %+v, want it to reset at %v", be, weekEnd)
 	}
 	var ke *KeyLimitError
-	if err := snap.Decide(&keys.APIKey{ID: "spent"}); !errors.As(err, &ke) || ke.Metadata()["limit_reset"] != "daily" || ke.Metadata()["limit"] != limit {
-		t.Errorf("spent: %v", ke.Metadata())
+	if err := snap.Decide(&keys.APIKey{ID: "spent"}); !errors.As(err, &ke) || ke.Reset != keys.ResetDaily || ke.Limit != limit {
+		t.Errorf("spent: %+v", ke)
+	}
+	if err := snap.Decide(&keys.APIKey{ID: "lifetime"}); !errors.As(err, &ke) || ke.Reset != keys.ResetNever || ke.Limit != limit {
+		t.Errorf("lifetime: %+v", ke)
 	}
 	var nilSnap *Snapshot
 	if err := nilSnap.Decide(&keys.APIKey{ID: "spent"}); err != nil {
