@@ -108,13 +108,6 @@ type Bucket interface {
 	Close() error
 }
 
-// Checker is what the wiring's readiness check looked for before Check
-// joined Bucket; every Bucket is one. It goes once the wiring calls Check
-// directly.
-type Checker interface {
-	Check(ctx context.Context) error
-}
-
 // Pending is implemented by buckets that keep state of their own for
 // uploads in progress, which a process dying mid-upload leaves behind: the
 // fs backend's temporary files, S3's multipart uploads (billed until

@@ -98,9 +98,7 @@ func (a *App) build(ctx context.Context) error {
 		return err
 	}
 	ready["metadata"] = a.rt.store.Ping
-	if check := a.storageCheck(bucket); check != nil {
-		ready["storage"] = check
-	}
+	ready["storage"] = a.storageCheck(bucket)
 	svc, err := a.buildServices(bucket, secrets, lims)
 	if err != nil {
 		return err
@@ -198,22 +196,18 @@ func (a *App) openSecrets() (secrets, error) {
 	return s, err
 }
 
-// storageCheck is the readiness check of the storage, or nil when the
-// backend has none.
+// storageCheck is the readiness check of the storage. Without storage
+// only uploads fail (503); lookups and workspaces still work, so the
+// replica stays in rotation and says so.
 func (a *App) storageCheck(bucket blob.Bucket) gateway.ReadyCheck {
 	log := a.rt.Log
-	if c, ok := bucket.(blob.Checker); ok {
-		// Without storage only uploads fail (503); lookups and workspaces
-		// still work, so the replica stays in rotation and says so.
-		return func(ctx context.Context) error {
-			if err := c.Check(ctx); err != nil {
-				log.Warn("storage check failed", zap.Error(err))
-				return gateway.Degraded{Reason: "file storage unreachable; uploads fail"}
-			}
-			return nil
+	return func(ctx context.Context) error {
+		if err := bucket.Check(ctx); err != nil {
+			log.Warn("storage check failed", zap.Error(err))
+			return gateway.Degraded{Reason: "file storage unreachable; uploads fail"}
 		}
+		return nil
 	}
-	return nil
 }
 
 // services are the domain services the HTTP surface fronts, beyond the
