@@ -45,7 +45,7 @@ test-plain:
 # corpora and testdata/fuzz crashers also run in every plain `go test`);
 # `make fuzz` runs them longer. A crasher found goes to the package's
 # testdata/fuzz/ and stays there as a regression test.
-FUZZ_TARGETS = catalog:FuzzFromBytes workspace:FuzzParseRequest files/sniff:FuzzReader internal/jsonobj:FuzzWalk internal/jsonobj:FuzzAppendEscaped internal/jsonobj:FuzzAppendString \
+FUZZ_TARGETS = catalog:FuzzFromBytes gateway:FuzzWorkspaceBody files/sniff:FuzzReader internal/jsonobj:FuzzWalk internal/jsonobj:FuzzAppendEscaped internal/jsonobj:FuzzAppendString \
 	gateway:FuzzUpload gateway:FuzzModelPath gateway:FuzzRange gateway:FuzzFileListJSON
 FUZZTIME ?= 60s
 # make test counts executions rather than seconds: Go 1.26's fuzz coordinator

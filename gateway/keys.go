@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/aigateway/gateway/internal/invalid"
+	"github.com/aigateway/gateway/internal/jsonobj"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/limits"
@@ -17,10 +20,10 @@ import (
 
 // KeyManager is what the /keys routes need.
 type KeyManager interface {
-	Create(ctx context.Context, userID string, body []byte, idempotencyKey string) (keys.Created, error)
+	Create(ctx context.Context, userID string, req keys.CreateRequest, idempotencyKey string) (keys.Created, error)
 	Get(ctx context.Context, userID, id string) (keys.APIKey, error)
 	List(ctx context.Context, userID string, q keys.ListQuery) ([]keys.APIKey, error)
-	Update(ctx context.Context, userID, id string, body []byte) (keys.APIKey, error)
+	Update(ctx context.Context, userID, id string, u keys.UpdateRequest) (keys.APIKey, error)
 	Delete(ctx context.Context, userID, id string) error
 }
 
@@ -83,11 +86,15 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request, actor *keys.APIK
 	if a.keys == nil {
 		return errUnavailable
 	}
-	body, idemKey, err := readWorkspaceRequest(w, r)
+	body, idemKey, err := readJSONBody(w, r, maxJSONBody)
 	if err != nil {
 		return err
 	}
-	c, err := a.keys.Create(r.Context(), actor.UserID, body, idemKey)
+	req, err := readKeyCreation(body, time.Now().UTC().Truncate(time.Microsecond))
+	if err != nil {
+		return err
+	}
+	c, err := a.keys.Create(r.Context(), actor.UserID, req, idemKey)
 	if err != nil {
 		return err
 	}
@@ -158,6 +165,160 @@ func parseKeyQuery(query url.Values) (keys.ListQuery, error) {
 	return q, err
 }
 
+// readKeyCreation decodes the body of POST /keys. A refusal names every
+// problem at once: those of the body's form and the domain's of the values
+// (keys.CreateRequest.Check, at now); the document's own problem comes
+// last, so a value read before a key given twice keeps its problem.
+func readKeyCreation(body []byte, now time.Time) (keys.CreateRequest, error) {
+	var (
+		req keys.CreateRequest
+		p   invalid.Problems
+	)
+	doc := walkObject(body, func(key string, raw json.RawMessage) {
+		switch key {
+		case "name":
+			if s, ok := readKeyName(raw, &p); ok {
+				req.Name = &s
+			}
+		case "workspace_id":
+			if !jsonobj.IsNull(raw) {
+				req.Workspace = readKeyString(key, raw, &p)
+			}
+		case "limit":
+			req.Limit, _ = readKeyLimit(raw, &p)
+		case "limit_reset":
+			req.LimitReset, _ = readKeyReset(raw, &p)
+		case "include_byok_in_limit":
+			req.IncludeBYOKInLimit, _ = readKeyBool(key, raw, &p)
+		case "expires_at":
+			if jsonobj.IsNull(raw) {
+				return
+			}
+			s, ok := jsonobj.String(raw)
+			if !ok {
+				p.Add(key, "must be a string")
+				return
+			}
+			t, ok := readTime(s)
+			if !ok {
+				p.Add(key, "must be an ISO 8601 UTC time with seconds, e.g. 2030-01-31T00:00:00Z")
+				return
+			}
+			req.ExpiresAt = &t
+		default:
+			p.Add(key, "unknown field")
+		}
+	})
+	if doc != nil {
+		req.CheckFields(now, &p)
+		p.Add(doc.Name, doc.Problem)
+		return req, p.Err()
+	}
+	if p.Err() != nil {
+		req.Check(now, &p)
+	}
+	return req, p.Err()
+}
+
+// readKeyUpdate decodes the body of PATCH /keys/{hash}, naming every
+// problem at once as readKeyCreation does.
+func readKeyUpdate(body []byte) (keys.UpdateRequest, error) {
+	var (
+		u keys.UpdateRequest
+		p invalid.Problems
+	)
+	doc := walkObject(body, func(key string, raw json.RawMessage) {
+		switch key {
+		case "name":
+			s, ok := readKeyName(raw, &p)
+			u.Name = keys.Optional[string]{Set: ok, Value: s}
+		case "disabled":
+			b, ok := readKeyBool(key, raw, &p)
+			u.Disabled = keys.Optional[bool]{Set: ok, Value: b}
+		case "limit":
+			m, ok := readKeyLimit(raw, &p)
+			u.Limit = keys.Optional[*money.Micros]{Set: ok, Value: m}
+		case "limit_reset":
+			r, ok := readKeyReset(raw, &p)
+			u.LimitReset = keys.Optional[keys.Reset]{Set: ok, Value: r}
+		case "include_byok_in_limit":
+			b, ok := readKeyBool(key, raw, &p)
+			u.IncludeBYOKInLimit = keys.Optional[bool]{Set: ok, Value: b}
+		default:
+			p.Add(key, "unknown field")
+		}
+	})
+	if doc != nil || p.Err() != nil {
+		u.Check(&p)
+	}
+	if doc != nil {
+		p.Add(doc.Name, doc.Problem)
+	}
+	return u, p.Err()
+}
+
+// readKeyString reads a string (null reads as "").
+func readKeyString(field string, raw json.RawMessage, p *invalid.Problems) string {
+	s, ok := unmarshalString(raw)
+	if !ok {
+		p.Add(field, "must be a string")
+	}
+	return s
+}
+
+// readKeyName reads a key's name: a string, never null.
+func readKeyName(raw json.RawMessage, p *invalid.Problems) (string, bool) {
+	s, ok := jsonobj.String(raw)
+	if !ok {
+		p.Add("name", "must be a string")
+	}
+	return s, ok
+}
+
+func readKeyBool(field string, raw json.RawMessage, p *invalid.Problems) (bool, bool) {
+	b, ok := jsonobj.Bool(raw)
+	if !ok {
+		p.Add(field, "must be true or false")
+	}
+	return b, ok
+}
+
+// readKeyLimit reads a limit in dollars, or null (nil).
+func readKeyLimit(raw json.RawMessage, p *invalid.Problems) (*money.Micros, bool) {
+	if jsonobj.IsNull(raw) {
+		return nil, true
+	}
+	n, ok := unmarshalNumber(raw)
+	if !ok {
+		p.Add("limit", "must be a number or null")
+		return nil, false
+	}
+	m, problem := readMoney(n)
+	if problem != "" {
+		p.Add("limit", problem)
+		return nil, false
+	}
+	return &m, true
+}
+
+// readKeyReset reads a limit's window, or null (no window).
+func readKeyReset(raw json.RawMessage, p *invalid.Problems) (keys.Reset, bool) {
+	if jsonobj.IsNull(raw) {
+		return keys.ResetNever, true
+	}
+	s, ok := unmarshalString(raw)
+	if !ok {
+		p.Add("limit_reset", "must be a string")
+		return keys.ResetNever, false
+	}
+	r, ok := keys.ParseReset(s)
+	if !ok {
+		p.Add("limit_reset", keys.ResetRule)
+		return keys.ResetNever, false
+	}
+	return r, true
+}
+
 func (a *API) updateKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
 	if a.keys == nil {
 		return errUnavailable
@@ -166,11 +327,15 @@ func (a *API) updateKey(w http.ResponseWriter, r *http.Request, actor *keys.APIK
 	if err != nil {
 		return err
 	}
-	body, _, err := readWorkspaceRequest(w, r)
+	body, _, err := readJSONBody(w, r, maxJSONBody)
 	if err != nil {
 		return err
 	}
-	k, err := a.keys.Update(r.Context(), actor.UserID, id, body)
+	u, err := readKeyUpdate(body)
+	if err != nil {
+		return err
+	}
+	k, err := a.keys.Update(r.Context(), actor.UserID, id, u)
 	if err != nil {
 		return err
 	}

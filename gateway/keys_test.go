@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/keys/seal"
@@ -21,9 +22,10 @@ type fakeKeys struct {
 	deleted string
 }
 
-func (f *fakeKeys) Create(_ context.Context, userID string, body []byte, _ string) (keys.Created, error) {
-	if _, err := keys.ParseCreateRequest(body, time.Now()); err != nil {
-		return keys.Created{}, err
+func (f *fakeKeys) Create(_ context.Context, userID string, req keys.CreateRequest, _ string) (keys.Created, error) {
+	var p invalid.Problems
+	if req.Check(time.Now(), &p); p.Err() != nil {
+		return keys.Created{}, p.Err()
 	}
 	return keys.Created{Key: f.key, Secret: seal.NewSecret("sk-gw-secret")}, nil
 }
@@ -40,9 +42,10 @@ func (f *fakeKeys) List(_ context.Context, userID string, q keys.ListQuery) ([]k
 	return []keys.APIKey{f.key}, nil
 }
 
-func (f *fakeKeys) Update(_ context.Context, userID, id string, body []byte) (keys.APIKey, error) {
-	if _, err := keys.ParseUpdateRequest(body); err != nil {
-		return keys.APIKey{}, err
+func (f *fakeKeys) Update(_ context.Context, userID, id string, u keys.UpdateRequest) (keys.APIKey, error) {
+	var p invalid.Problems
+	if u.Check(&p); p.Err() != nil {
+		return keys.APIKey{}, p.Err()
 	}
 	if id == "0000000000000001" {
 		return keys.APIKey{}, keys.ErrManagedByCLI

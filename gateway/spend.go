@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -13,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/aigateway/gateway/internal/invalid"
+	"github.com/aigateway/gateway/internal/jsonobj"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/spend"
@@ -20,13 +23,16 @@ import (
 
 // SpendService is what the usage and budget routes need.
 type SpendService interface {
-	ReportBatch(ctx context.Context, caller *keys.APIKey, body []byte) (spend.Result, error)
-	ReportOne(ctx context.Context, caller *keys.APIKey, keyID string, body []byte) (spend.Result, error)
+	// ReportBatch and ReportOne run read, which decodes the body into the
+	// form they give it, where they record reports (on threads of lowered
+	// priority: decoding a batch is most of the work).
+	ReportBatch(ctx context.Context, caller *keys.APIKey, read func(*spend.BatchForm)) (spend.Result, error)
+	ReportOne(ctx context.Context, caller *keys.APIKey, keyID string, read func(*spend.ReportForm)) (spend.Result, error)
 	KeyUsage(ctx context.Context, ids []string) (map[string]spend.Usage, error)
 	DailyUsage(ctx context.Context, caller *keys.APIKey, q spend.DailyQuery, lookup spend.WorkspaceLookup) ([]spend.DayUsage, error)
 	Budgets(ctx context.Context, workspaceID string) (spend.BudgetView, error)
 	Budget(ctx context.Context, workspaceID string, iv spend.Interval) (spend.Budget, bool, error)
-	PutBudget(ctx context.Context, workspaceID string, iv spend.Interval, body []byte) (spend.Budget, bool, bool, error)
+	PutBudget(ctx context.Context, workspaceID string, iv spend.Interval, req spend.BudgetRequest) (spend.Budget, bool, bool, error)
 	DeleteBudget(ctx context.Context, workspaceID string, iv spend.Interval) error
 }
 
@@ -79,7 +85,8 @@ func (a *API) reportUsage(w http.ResponseWriter, r *http.Request, caller *keys.A
 	if _, err := buf.ReadFrom(newBodyReader(w, r, maxUsageBody)); err != nil {
 		return err
 	}
-	res, err := a.spend.ReportBatch(r.Context(), caller, buf.Bytes())
+	body := buf.Bytes()
+	res, err := a.spend.ReportBatch(r.Context(), caller, func(b *spend.BatchForm) { readBatch(body, b) })
 	if err != nil {
 		return a.usageError(err)
 	}
@@ -103,11 +110,11 @@ func (a *API) reportKeyUsage(w http.ResponseWriter, r *http.Request, caller *key
 	if err != nil {
 		return err
 	}
-	body, _, err := readWorkspaceRequest(w, r)
+	body, _, err := readJSONBody(w, r, maxJSONBody)
 	if err != nil {
 		return err
 	}
-	res, err := a.spend.ReportOne(r.Context(), caller, id, body)
+	res, err := a.spend.ReportOne(r.Context(), caller, id, func(f *spend.ReportForm) { readReport(body, f, false, "") })
 	if err != nil {
 		return a.usageError(err)
 	}
@@ -131,11 +138,172 @@ func (a *API) countReports(res spend.Result) {
 
 // usageError counts a refused batch and names the report at fault.
 func (a *API) usageError(err error) error {
-	var bad *spend.InvalidError
-	if errors.As(err, &bad) {
+	if invalid.Fields(err) != nil {
 		a.spendMetrics.reports.WithLabelValues("refused").Inc()
 	}
 	return err
+}
+
+// readBatch decodes the body of POST /usage into b: {"reports": [Report…]}
+// and nothing else, each report an object of id, key, cost and the
+// optional byok and at. Problems of the body's form are handed to the form
+// where they are met; the domain names the first.
+func readBatch(body []byte, b *spend.BatchForm) {
+	var (
+		reports json.RawMessage
+		unknown *string // the first member that is not reports
+	)
+	if doc := walkObject(body, func(key string, v json.RawMessage) {
+		if key != "reports" {
+			if unknown == nil {
+				unknown = &key
+			}
+			return
+		}
+		reports = v
+	}); doc != nil {
+		b.Refuse(doc.Name, doc.Problem)
+		return
+	}
+	switch {
+	case unknown != nil:
+		b.Refuse(*unknown, "unknown field")
+		return
+	case reports == nil:
+		b.Refuse("reports", "required")
+		return
+	}
+	var lastKey string // a batch names few keys: consecutive reports share one string
+	err := jsonobj.Elements(reports, func(_ int, item json.RawMessage) bool {
+		f := b.Next()
+		if f == nil {
+			return false
+		}
+		lastKey = readReport(item, f, true, lastKey)
+		return true
+	})
+	if err != nil {
+		b.Refuse("reports", "must be an array")
+	}
+}
+
+// readReport decodes one report into f: an element of a batch (inBatch,
+// a value of a document already checked whole, with its key), or the body
+// of POST /keys/{hash}/usage (whose key is the route's). lastKey is the key
+// of the report before in the batch: the same key again is handed over as
+// that string rather than a new one. It returns the report's key.
+func readReport(body []byte, f *spend.ReportForm, inBatch bool, lastKey string) string {
+	key := lastKey
+	field := func(name string, v json.RawMessage) {
+		switch {
+		case name == "id":
+			s, ok := jsonobj.String(v)
+			if !ok {
+				f.Refuse(name, spend.IDRule)
+				return
+			}
+			f.ID(s)
+		case name == "key" && inBatch:
+			if lastKey != "" && len(v) == len(lastKey)+2 && v[0] == '"' && string(v[1:len(v)-1]) == lastKey {
+				f.Key(lastKey)
+				return
+			}
+			s, ok := jsonobj.String(v)
+			if !ok {
+				f.Refuse(name, "must be a key hash")
+				return
+			}
+			key = s
+			f.Key(s)
+		case name == "cost":
+			n, ok := jsonobj.Number(v)
+			if !ok {
+				f.Refuse(name, "must be a number")
+				return
+			}
+			m, problem := readMoney(n)
+			if problem != "" {
+				f.Refuse(name, problem)
+				return
+			}
+			f.Cost(m)
+		case name == "byok":
+			b, ok := jsonobj.Bool(v)
+			if !ok {
+				f.Refuse(name, "must be true or false")
+				return
+			}
+			f.BYOK(b)
+		case name == "at":
+			if jsonobj.IsNull(v) {
+				return
+			}
+			s, ok := jsonobj.String(v)
+			t, parsed := readTime(s)
+			if !ok || !parsed {
+				f.Refuse(name, "must be an ISO 8601 UTC time")
+				return
+			}
+			f.At(t)
+		default:
+			f.Refuse(name, "unknown field")
+		}
+	}
+	// An element of a batch was checked with the whole document; a report
+	// alone is the document. (Called directly, not through a function
+	// value, so that field stays on the stack.)
+	var err error
+	if inBatch {
+		err = jsonobj.Members(body, field)
+	} else {
+		err = jsonobj.Walk(body, field)
+	}
+	if doc := documentProblem(err); doc != nil {
+		f.Malformed(doc.Name, doc.Problem)
+	}
+	return key
+}
+
+// readBudget decodes the body of PUT /workspaces/{id}/budgets/{interval}:
+// {"limit_usd", "include_byok_in_budgets"}. A refused budget names the
+// first problem met, the domain's rule of the limit applied where the
+// limit is read; the document's own problem comes before any.
+func readBudget(body []byte) (spend.BudgetRequest, error) {
+	var (
+		req   spend.BudgetRequest
+		first firstProblem
+	)
+	doc := walkObject(body, func(key string, v json.RawMessage) {
+		switch key {
+		case "limit_usd":
+			zero := money.Micros(0)
+			req.Limit = &zero // given, whatever it holds: not "required"
+			n, ok := unmarshalNumber(v)
+			if !ok {
+				first.add(key, "must be a number")
+				return
+			}
+			m, problem := readMoney(n)
+			if problem != "" {
+				first.add(key, problem)
+				return
+			}
+			*req.Limit = m
+			first.addErr(spend.CheckBudgetLimit(m))
+		case "include_byok_in_budgets":
+			b, ok := jsonobj.Bool(v)
+			if !ok {
+				first.add(key, "must be true or false")
+			}
+			req.IncludeBYOK = &b
+		default:
+			first.add(key, "unknown field")
+		}
+	})
+	if doc != nil {
+		return req, invalid.One(doc.Name, doc.Problem)
+	}
+	return req, first.err()
 }
 
 // dailyUsage answers GET /usage/daily: the caller's usage per UTC day, of
@@ -326,11 +494,15 @@ func (a *API) putBudget(w http.ResponseWriter, r *http.Request, caller *keys.API
 	if err != nil {
 		return err
 	}
-	body, _, err := readWorkspaceRequest(w, r)
+	body, _, err := readJSONBody(w, r, maxJSONBody)
 	if err != nil {
 		return err
 	}
-	b, created, byok, err := a.spend.PutBudget(r.Context(), ws, iv, body)
+	req, err := readBudget(body)
+	if err != nil {
+		return a.usageError(err)
+	}
+	b, created, byok, err := a.spend.PutBudget(r.Context(), ws, iv, req)
 	var order *spend.OrderError
 	switch {
 	case errors.As(err, &order):

@@ -55,7 +55,7 @@ func TestEnforceSpend(t *testing.T) {
 // fakeBudgets creates every budget anew.
 type fakeBudgets struct{ SpendService }
 
-func (fakeBudgets) PutBudget(_ context.Context, ws string, iv spend.Interval, _ []byte) (spend.Budget, bool, bool, error) {
+func (fakeBudgets) PutBudget(_ context.Context, ws string, iv spend.Interval, _ spend.BudgetRequest) (spend.Budget, bool, bool, error) {
 	return spend.Budget{ID: "b", WorkspaceID: ws, Interval: iv, Limit: 1}, true, false, nil
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -14,20 +15,38 @@ import (
 	"github.com/aigateway/gateway/workspace"
 )
 
-// fakeWorkspaces records what the edge passed and answers as told.
+// fakeWorkspaces records what the edge passed and answers as told; its
+// checks add the problems it is told to.
 type fakeWorkspaces struct {
-	result workspace.Result
-	list   workspace.Listing
-	err    error
+	result   workspace.Result
+	list     workspace.Listing
+	err      error
+	problems []invalid.Field // added by CheckCreate and CheckUpdate
 
 	gotUser, gotRef, gotKey string
-	gotBody                 string
+	gotCreate               *workspace.CreateRequest
+	gotUpdate               *workspace.UpdateRequest
 	gotPage                 workspace.Page
+	checked                 string // "create" or "update"
 }
 
-func (f *fakeWorkspaces) Create(_ context.Context, userID string, body []byte, key string) (workspace.Result, error) {
-	f.gotUser, f.gotBody, f.gotKey = userID, string(body), key
+func (f *fakeWorkspaces) Create(_ context.Context, userID string, req workspace.CreateRequest, key string) (workspace.Result, error) {
+	f.gotUser, f.gotCreate, f.gotKey = userID, &req, key
 	return f.result, f.err
+}
+
+func (f *fakeWorkspaces) CheckCreate(_ workspace.CreateRequest, p *invalid.Problems) {
+	f.checked = "create"
+	for _, pr := range f.problems {
+		p.Add(pr.Name, pr.Problem)
+	}
+}
+
+func (f *fakeWorkspaces) CheckUpdate(_ workspace.UpdateRequest, p *invalid.Problems) {
+	f.checked = "update"
+	for _, pr := range f.problems {
+		p.Add(pr.Name, pr.Problem)
+	}
 }
 
 func (f *fakeWorkspaces) Get(_ context.Context, userID, ref string) (workspace.Workspace, error) {
@@ -40,8 +59,8 @@ func (f *fakeWorkspaces) List(_ context.Context, userID string, p workspace.Page
 	return f.list, f.err
 }
 
-func (f *fakeWorkspaces) Update(_ context.Context, userID, ref string, body []byte, key string) (workspace.Result, error) {
-	f.gotUser, f.gotRef, f.gotBody, f.gotKey = userID, ref, string(body), key
+func (f *fakeWorkspaces) Update(_ context.Context, userID, ref string, u workspace.UpdateRequest, key string) (workspace.Result, error) {
+	f.gotUser, f.gotRef, f.gotUpdate, f.gotKey = userID, ref, &u, key
 	return f.result, f.err
 }
 
@@ -80,14 +99,22 @@ func TestWorkspaceRoutes(t *testing.T) {
 			header: map[string]string{"Idempotency-Key": "k1"},
 			fake:   fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace}},
 			status: 201, wantBody: `{"data":` + testWorkspaceJSON + `}`,
-			passed: map[string]string{"user": "u1", "body": `{"name":"W"}`, "key": "k1"}},
+			passed: map[string]string{"user": "u1", "request": `{"name":"W","slug":null,"io_logging_api_key_ids":null}`, "key": "k1"}},
 		{name: "create replayed", method: "POST", path: "/api/v1/workspaces", body: `{}`,
 			fake:   fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace, Replayed: true}},
 			status: 201, wantBody: `{"data":` + testWorkspaceJSON + `}`, replayed: true},
 		{name: "update", method: "PATCH", path: "/api/v1/workspaces/w", body: `{"name":"W"}`,
 			fake:   fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace}},
 			status: 200, wantBody: `{"data":` + testWorkspaceJSON + `}`,
-			passed: map[string]string{"ref": "w", "body": `{"name":"W"}`}},
+			passed: map[string]string{"ref": "w", "request": `{"Set":true,"Value":"W"}`}},
+		{name: "create with problems of the body and the domain's", method: "POST", path: "/api/v1/workspaces", body: `{"name":7}`,
+			fake:   fakeWorkspaces{problems: []invalid.Field{{Name: "name", Problem: "domain's"}, {Name: "slug", Problem: "required"}}},
+			status: 400, meta: map[string]any{"fields": map[string]any{"name": "must be a string", "slug": "required"}},
+			passed: map[string]string{"checked": "create"}},
+		{name: "create cut short is not held to what it lacks", method: "POST", path: "/api/v1/workspaces",
+			body: `{"name":"a","name":"b"}`, fake: fakeWorkspaces{problems: []invalid.Field{{Name: "name", Problem: "domain's"}}},
+			status: 400, meta: map[string]any{"fields": map[string]any{"name": "duplicate key"}},
+			passed: map[string]string{"checked": "update"}},
 		{name: "update replayed", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
 			fake:   fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace, Replayed: true}},
 			status: 200, replayed: true},
@@ -104,7 +131,7 @@ func TestWorkspaceRoutes(t *testing.T) {
 		{name: "update mismatch", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
 			fake: fakeWorkspaces{err: workspace.ErrIdempotencyMismatch}, status: 422},
 		{name: "update invalid", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
-			fake:   fakeWorkspaces{err: &workspace.InvalidError{Fields: map[string]string{"slug": "bad"}}},
+			fake:   fakeWorkspaces{err: invalid.One("slug", "bad")},
 			status: 400, meta: map[string]any{"fields": map[string]any{"slug": "bad"}}},
 		{name: "get", method: "GET", path: "/api/v1/workspaces/w",
 			fake:   fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace}},
@@ -147,6 +174,9 @@ func TestWorkspaceRoutes(t *testing.T) {
 			if rec.Code != tt.status {
 				t.Fatalf("status = %d %s, want %d", rec.Code, rec.Body, tt.status)
 			}
+			if fake.checked != tt.passed["checked"] {
+				t.Errorf("checked as %q, want %q", fake.checked, tt.passed["checked"])
+			}
 			if tt.status >= 400 {
 				env := decodeEnvelope(t, rec)
 				if tt.meta != nil && !reflect.DeepEqual(env.Error.Metadata, tt.meta) {
@@ -163,7 +193,15 @@ func TestWorkspaceRoutes(t *testing.T) {
 			if tt.page != nil && fake.gotPage != *tt.page {
 				t.Errorf("List got %+v, want %+v", fake.gotPage, *tt.page)
 			}
-			got := map[string]string{"user": fake.gotUser, "ref": fake.gotRef, "body": fake.gotBody, "key": fake.gotKey}
+			got := map[string]string{"user": fake.gotUser, "ref": fake.gotRef, "key": fake.gotKey, "checked": fake.checked}
+			switch {
+			case fake.gotCreate != nil:
+				b, _ := json.Marshal(fake.gotCreate)
+				got["request"] = string(b)
+			case fake.gotUpdate != nil:
+				b, _ := json.Marshal(fake.gotUpdate.Name)
+				got["request"] = string(b)
+			}
 			for k, v := range tt.passed {
 				if got[k] != v {
 					t.Errorf("service got %s %q, want %q", k, got[k], v)

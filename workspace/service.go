@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
 // DefaultSlug is the slug of the workspace every user gets on first need.
@@ -45,15 +47,15 @@ type Result struct {
 	Replayed  bool
 }
 
-// Create decodes and validates a creation body (every problem at once in
-// *InvalidError, including default models the catalog does not serve),
-// creates the workspace for userID and returns it. With a non-empty
-// idempotencyKey, a retry of the same request within IdempotencyTTL gets the
-// original workspace and creates nothing; the same key with a different
-// request is ErrIdempotencyMismatch.
-func (s *Service) Create(ctx context.Context, userID string, body []byte, idempotencyKey string) (Result, error) {
-	req, err := ParseCreateRequest(body)
-	if err = s.withModelChecks(err, req.DefaultTextModel, req.DefaultImageModel); err != nil {
+// Create validates req as CheckCreate does (every problem at once in
+// *invalid.Problems, nothing created), creates the workspace for userID and
+// returns it. With a non-empty idempotencyKey, a retry of the same request
+// within IdempotencyTTL gets the original workspace and creates nothing;
+// the same key with a different request is ErrIdempotencyMismatch.
+func (s *Service) Create(ctx context.Context, userID string, req CreateRequest, idempotencyKey string) (Result, error) {
+	var p invalid.Problems
+	s.CheckCreate(req, &p)
+	if err := p.Err(); err != nil {
 		return Result{}, err
 	}
 	w, err := s.build(userID, req)
@@ -81,20 +83,21 @@ func (s *Service) Create(ctx context.Context, userID string, body []byte, idempo
 	return Result{Workspace: w}, nil
 }
 
-// Update decodes and validates a partial-update body exactly as Create does
-// for the fields present, and applies it to userID's workspace idOrSlug. A
-// body of {} changes nothing, updated_at included: it answers with the
-// workspace as it is. Changing the default workspace's slug is refused
-// (*InvalidError naming slug), since Default finds it by that slug. The
-// Idempotency-Key works as for Create, in a scope of its own, and binds the
-// key to idOrSlug as well as to the body.
-func (s *Service) Update(ctx context.Context, userID, idOrSlug string, body []byte, idempotencyKey string) (Result, error) {
+// Update validates u as CheckUpdate does (every problem at once in
+// *invalid.Problems, nothing changed) and applies it to userID's workspace
+// idOrSlug. An empty u changes nothing, updated_at included: it answers
+// with the workspace as it is. Changing the default workspace's slug is
+// refused (*invalid.Problems naming slug), since Default finds it by that
+// slug. The Idempotency-Key works as for Create, in a scope of its own, and
+// binds the key to idOrSlug as well as to the request.
+func (s *Service) Update(ctx context.Context, userID, idOrSlug string, u UpdateRequest, idempotencyKey string) (Result, error) {
 	ref, ok := ParseRef(idOrSlug)
 	if !ok {
 		return Result{}, ErrNotFound
 	}
-	u, err := ParseUpdateRequest(body)
-	if err = s.withModelChecks(err, u.DefaultTextModel.Value, u.DefaultImageModel.Value); err != nil {
+	var p invalid.Problems
+	s.CheckUpdate(u, &p)
+	if err := p.Err(); err != nil {
 		return Result{}, err
 	}
 	at := s.now().UTC().Truncate(time.Microsecond)
@@ -113,7 +116,7 @@ func (s *Service) Update(ctx context.Context, userID, idOrSlug string, body []by
 	}
 	w, prior, err := s.store.UpdateWorkspace(ctx, userID, ref, u, at, idem)
 	if errors.Is(err, ErrDefaultSlug) {
-		return Result{}, &InvalidError{Fields: map[string]string{"slug": "cannot change: this is the default workspace"}}
+		return Result{}, invalid.One("slug", "cannot change: this is the default workspace")
 	}
 	if err != nil {
 		return Result{}, err
@@ -192,30 +195,6 @@ func (s *Service) Get(ctx context.Context, userID, idOrSlug string) (Workspace, 
 	return s.store.WorkspaceBySlug(ctx, userID, ref.Slug)
 }
 
-// withModelChecks adds to err (nil or the parser's *InvalidError) the
-// default models the catalog does not serve, so the client hears of every
-// problem at once. It is the one place the catalog is asked.
-func (s *Service) withModelChecks(err error, text, image *string) error {
-	bad := &InvalidError{}
-	if err != nil && !errors.As(err, &bad) {
-		return err
-	}
-	if s.models != nil {
-		for _, m := range []struct {
-			field string
-			id    *string
-		}{{"default_text_model", text}, {"default_image_model", image}} {
-			if m.id != nil && !s.models.ModelExists(*m.id) {
-				bad.add(m.field, "is not a model the catalog serves")
-			}
-		}
-	}
-	if len(bad.Fields) > 0 {
-		return bad
-	}
-	return nil
-}
-
 // Default returns userID's default workspace, creating it on first need.
 // Concurrent first calls agree on one workspace: the store's unique slug
 // constraint picks the winner and the others read it.
@@ -224,7 +203,8 @@ func (s *Service) Default(ctx context.Context, userID string) (Workspace, error)
 	if !errors.Is(err, ErrNotFound) {
 		return w, err
 	}
-	w, err = s.build(userID, CreateRequest{Name: "Default", Slug: DefaultSlug})
+	name, slug := "Default", DefaultSlug
+	w, err = s.build(userID, CreateRequest{Name: &name, Slug: &slug})
 	if err != nil {
 		return Workspace{}, err
 	}
@@ -239,7 +219,7 @@ func (s *Service) Default(ctx context.Context, userID string) (Workspace, error)
 	}
 }
 
-// build applies the defaults of a new workspace.
+// build applies the defaults of a new workspace; req has been checked.
 func (s *Service) build(userID string, req CreateRequest) (Workspace, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -251,8 +231,8 @@ func (s *Service) build(userID string, req CreateRequest) (Workspace, error) {
 	}
 	w := Workspace{
 		ID:                              id.String(),
-		Name:                            req.Name,
-		Slug:                            req.Slug,
+		Name:                            *req.Name,
+		Slug:                            *req.Slug,
 		DefaultTextModel:                req.DefaultTextModel,
 		DefaultImageModel:               req.DefaultImageModel,
 		DefaultProviderSort:             req.DefaultProviderSort,

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
 // memStore is a hand-written in-memory Store with the contract's rules:
@@ -249,36 +251,40 @@ func newTestService(models ...string) (*Service, *memStore, *knownModels) {
 	return svc, st, k
 }
 
-func mustCreate(t *testing.T, svc *Service, user, body string) Workspace {
+// creation is a creation of name and slug.
+func creation(name, slug string) CreateRequest { return CreateRequest{Name: &name, Slug: &slug} }
+
+func mustCreate(t *testing.T, svc *Service, user string, req CreateRequest) Workspace {
 	t.Helper()
-	res, err := svc.Create(context.Background(), user, []byte(body), "")
+	res, err := svc.Create(context.Background(), user, req, "")
 	if err != nil {
-		t.Fatalf("Create(%s): %v", body, err)
+		t.Fatalf("Create(%+v): %v", req, err)
 	}
 	return res.Workspace
 }
 
-// invalidFields returns the fields err names, or fails when err is not an
-// *InvalidError.
+// invalidFields returns the fields err names, sorted, or fails when err is
+// not an *invalid.Problems.
 func invalidFields(t *testing.T, err error) []string {
 	t.Helper()
-	var bad *InvalidError
-	if !errors.As(err, &bad) || !errors.Is(err, ErrInvalid) {
-		t.Fatalf("err = %v, want *InvalidError", err)
+	var p *invalid.Problems
+	if !errors.As(err, &p) {
+		t.Fatalf("err = %v, want *invalid.Problems", err)
 	}
 	var names []string
-	for f := range bad.Fields {
-		names = append(names, f)
+	for _, f := range p.FieldProblems() {
+		names = append(names, f.Name)
 	}
 	sort.Strings(names)
 	return names
 }
 
 func TestServiceCreate(t *testing.T) {
-	svc, _, models := newTestService("x/y")
+	svc, st, models := newTestService("x/y")
 	ctx := context.Background()
-	body := []byte(`{"name":"A","slug":"a","default_text_model":"x/y"}`)
-	first, err := svc.Create(ctx, "u1", body, "key-1")
+	req := creation("A", "a")
+	req.DefaultTextModel = ptr("x/y")
+	first, err := svc.Create(ctx, "u1", req, "key-1")
 	if err != nil || first.Replayed {
 		t.Fatalf("create = %+v, %v", first, err)
 	}
@@ -291,20 +297,26 @@ func TestServiceCreate(t *testing.T) {
 		t.Errorf("created %+v: defaults not applied", w)
 	}
 
-	// The same key: replayed, in another key order and spacing too.
-	again, err := svc.Create(ctx, "u1", []byte(`{ "default_text_model":"x/y", "slug":"a", "name":"A" }`), "key-1")
+	// The same key and request (other pointers to equal values): replayed.
+	again, err := svc.Create(ctx, "u1", CreateRequest{DefaultTextModel: ptr("x/y"), Slug: ptr("a"), Name: ptr("A")}, "key-1")
 	if err != nil || !again.Replayed || !reflect.DeepEqual(again.Workspace, w) {
 		t.Fatalf("retry = %+v, %v; want the first workspace replayed", again, err)
 	}
-	if _, err := svc.Create(ctx, "u1", []byte(`{"name":"B","slug":"b"}`), "key-1"); !errors.Is(err, ErrIdempotencyMismatch) {
+	if _, err := svc.Create(ctx, "u1", creation("B", "b"), "key-1"); !errors.Is(err, ErrIdempotencyMismatch) {
 		t.Fatalf("same key, other body: %v, want ErrIdempotencyMismatch", err)
 	}
-	if _, err := svc.Create(ctx, "u1", []byte(`{"name":"A","slug":"a"}`), ""); !errors.Is(err, ErrSlugTaken) {
+	if _, err := svc.Create(ctx, "u1", creation("A", "a"), ""); !errors.Is(err, ErrSlugTaken) {
 		t.Fatalf("taken slug: %v, want ErrSlugTaken", err)
 	}
-	_, err = svc.Create(ctx, "u1", []byte(`{"name":"","slug":"c","default_image_model":"no/such"}`), "")
+	bad := creation("", "c")
+	bad.DefaultImageModel = ptr("no/such")
+	calls := st.calls["CreateWorkspace"]
+	_, err = svc.Create(ctx, "u1", bad, "")
 	if got := invalidFields(t, err); !reflect.DeepEqual(got, []string{"default_image_model", "name"}) {
 		t.Errorf("named %v, want name and default_image_model together", got)
+	}
+	if st.calls["CreateWorkspace"] != calls {
+		t.Error("an invalid request reached the store")
 	}
 }
 
@@ -312,30 +324,32 @@ func TestServiceUpdate(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name  string
-		body  string
+		u     UpdateRequest
 		check func(t *testing.T, before, after Workspace)
-		// fields, when set, are the fields the *InvalidError must name.
+		// fields, when set, are the fields the *invalid.Problems must name.
 		fields []string
 	}{
-		{name: "empty body is a no-op", body: `{}`, check: func(t *testing.T, before, after Workspace) {
+		{name: "empty request is a no-op", check: func(t *testing.T, before, after Workspace) {
 			if !reflect.DeepEqual(before, after) {
 				t.Errorf("{} changed %+v into %+v", before, after)
 			}
 		}},
-		{name: "one field", body: `{"name":"Renamed"}`, check: func(t *testing.T, before, after Workspace) {
+		{name: "one field", u: UpdateRequest{Name: set("Renamed")}, check: func(t *testing.T, before, after Workspace) {
 			if after.Name != "Renamed" || after.Slug != before.Slug || after.UpdatedAt == nil {
 				t.Errorf("after = %+v", after)
 			}
 		}},
-		{name: "nulls clear", body: `{"description":null,"default_text_model":null,"default_provider_sort":null,"io_logging_api_key_ids":null}`,
+		{name: "nulls clear", u: UpdateRequest{Description: set[*string](nil), DefaultTextModel: set[*string](nil),
+			DefaultProviderSort: set[*string](nil), IOLoggingAPIKeyIDs: set[[]string](nil)},
 			check: func(t *testing.T, _, after Workspace) {
 				if after.Description != "" || after.DefaultTextModel != nil || after.DefaultProviderSort != nil || after.IOLoggingAPIKeyIDs != nil {
 					t.Errorf("after = %+v, want the nullable fields cleared", after)
 				}
 			}},
-		{name: "every field", body: `{"name":"N","slug":"n-2","description":"d","default_text_model":"x/y","default_image_model":"x/z",
-			"default_provider_sort":"latency","io_logging_api_key_ids":[],"io_logging_sampling_rate":0.25,
-			"is_data_discount_logging_enabled":false,"is_observability_broadcast_enabled":true,"is_observability_io_logging_enabled":true}`,
+		{name: "every field", u: UpdateRequest{Name: set("N"), Slug: set("n-2"), Description: set(ptr("d")),
+			DefaultTextModel: set(ptr("x/y")), DefaultImageModel: set(ptr("x/z")), DefaultProviderSort: set(ptr("latency")),
+			IOLoggingAPIKeyIDs: set([]string{}), IOLoggingSamplingRate: set(0.25), IsDataDiscountLoggingEnabled: set(false),
+			IsObservabilityBroadcastEnabled: set(true), IsObservabilityIOLoggingEnabled: set(true)},
 			check: func(t *testing.T, _, after Workspace) {
 				if after.Slug != "n-2" || *after.DefaultImageModel != "x/z" || after.IOLoggingAPIKeyIDs == nil ||
 					len(after.IOLoggingAPIKeyIDs) != 0 || after.IOLoggingSamplingRate != 0.25 || after.IsDataDiscountLoggingEnabled ||
@@ -343,14 +357,12 @@ func TestServiceUpdate(t *testing.T) {
 					t.Errorf("after = %+v", after)
 				}
 			}},
-		{name: "null name and slug", body: `{"name":null,"slug":null}`, fields: []string{"name", "slug"}},
-		{name: "creation limits apply", body: `{"name":"","slug":"Bad","io_logging_sampling_rate":2,"default_provider_sort":"fast","extra":1}`,
-			fields: []string{"default_provider_sort", "extra", "io_logging_sampling_rate", "name", "slug"}},
-		{name: "unknown model beside a bad field", body: `{"default_text_model":"no/such","is_data_discount_logging_enabled":"yes"}`,
-			fields: []string{"default_text_model", "is_data_discount_logging_enabled"}},
-		{name: "duplicate key", body: `{"name":"a","name":"b"}`, fields: []string{"name"}},
-		{name: "not an object", body: `[]`, fields: []string{"body"}},
-		{name: "the default's slug", body: `{"slug":"elsewhere"}`, fields: []string{"slug"}},
+		{name: "creation limits apply", u: UpdateRequest{Name: set(""), Slug: set("Bad"), IOLoggingSamplingRate: set(2.0),
+			DefaultProviderSort: set(ptr("fast"))},
+			fields: []string{"default_provider_sort", "io_logging_sampling_rate", "name", "slug"}},
+		{name: "unknown model beside a bad field", u: UpdateRequest{DefaultTextModel: set(ptr("no/such")), Name: set(" ")},
+			fields: []string{"default_text_model", "name"}},
+		{name: "the default's slug", u: UpdateRequest{Slug: set("elsewhere")}, fields: []string{"slug"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -359,9 +371,11 @@ func TestServiceUpdate(t *testing.T) {
 			if tt.name != "the default's slug" {
 				target = "ws"
 			}
-			before := mustCreate(t, svc, "u1", `{"name":"W","slug":"`+target+`","description":"text",
-				"default_text_model":"x/y","default_provider_sort":"price","io_logging_api_key_ids":["k"]}`)
-			res, err := svc.Update(ctx, "u1", before.ID, []byte(tt.body), "")
+			req := creation("W", target)
+			req.Description, req.DefaultTextModel, req.DefaultProviderSort = ptr("text"), ptr("x/y"), ptr("price")
+			req.IOLoggingAPIKeyIDs = []string{"k"}
+			before := mustCreate(t, svc, "u1", req)
+			res, err := svc.Update(ctx, "u1", before.ID, tt.u, "")
 			if tt.fields != nil {
 				if got := invalidFields(t, err); !reflect.DeepEqual(got, tt.fields) {
 					t.Errorf("named %v, want %v", got, tt.fields)
@@ -383,26 +397,26 @@ func TestServiceUpdate(t *testing.T) {
 func TestServiceUpdateIdempotency(t *testing.T) {
 	svc, st, _ := newTestService()
 	ctx := context.Background()
-	w := mustCreate(t, svc, "u1", `{"name":"W","slug":"old"}`)
+	w := mustCreate(t, svc, "u1", creation("W", "old"))
 
-	first, err := svc.Update(ctx, "u1", "old", []byte(`{"slug":"new"}`), "k")
+	first, err := svc.Update(ctx, "u1", "old", UpdateRequest{Slug: set("new")}, "k")
 	if err != nil || first.Workspace.Slug != "new" {
 		t.Fatalf("Update = %+v, %v", first, err)
 	}
 	// The retry addresses the slug the first request changed: it is
 	// replayed all the same.
-	again, err := svc.Update(ctx, "u1", "old", []byte(`{"slug": "new"}`), "k")
+	again, err := svc.Update(ctx, "u1", "old", UpdateRequest{Slug: set("new")}, "k")
 	if err != nil || !again.Replayed || !reflect.DeepEqual(again.Workspace, first.Workspace) {
 		t.Fatalf("retry = %+v, %v; want the first answer replayed", again, err)
 	}
-	if _, err := svc.Update(ctx, "u1", "new", []byte(`{"slug":"new"}`), "k"); !errors.Is(err, ErrIdempotencyMismatch) {
+	if _, err := svc.Update(ctx, "u1", "new", UpdateRequest{Slug: set("new")}, "k"); !errors.Is(err, ErrIdempotencyMismatch) {
 		t.Errorf("same key and body, other workspace reference: %v, want ErrIdempotencyMismatch", err)
 	}
-	if _, err := svc.Update(ctx, "u1", "old", []byte(`{"slug":"other"}`), "k"); !errors.Is(err, ErrIdempotencyMismatch) {
+	if _, err := svc.Update(ctx, "u1", "old", UpdateRequest{Slug: set("other")}, "k"); !errors.Is(err, ErrIdempotencyMismatch) {
 		t.Errorf("same key, other body: %v, want ErrIdempotencyMismatch", err)
 	}
 	// Scopes keep a creation's key apart from an update's.
-	created, err := svc.Create(ctx, "u1", []byte(`{"name":"X","slug":"x"}`), "k")
+	created, err := svc.Create(ctx, "u1", creation("X", "x"), "k")
 	if err != nil || created.Replayed {
 		t.Errorf("Create with an update's key = %+v, %v; want a new workspace", created, err)
 	}
@@ -417,25 +431,25 @@ func TestServiceUpdateIdempotency(t *testing.T) {
 func TestServiceUpdateErrors(t *testing.T) {
 	svc, st, _ := newTestService()
 	ctx := context.Background()
-	mustCreate(t, svc, "u1", `{"name":"A","slug":"a"}`)
-	mustCreate(t, svc, "u1", `{"name":"B","slug":"b"}`)
-	other := mustCreate(t, svc, "u2", `{"name":"C","slug":"c"}`)
+	mustCreate(t, svc, "u1", creation("A", "a"))
+	mustCreate(t, svc, "u1", creation("B", "b"))
+	other := mustCreate(t, svc, "u2", creation("C", "c"))
 
-	if _, err := svc.Update(ctx, "u1", "a", []byte(`{"slug":"b"}`), ""); !errors.Is(err, ErrSlugTaken) {
+	if _, err := svc.Update(ctx, "u1", "a", UpdateRequest{Slug: set("b")}, ""); !errors.Is(err, ErrSlugTaken) {
 		t.Errorf("taken slug: %v, want ErrSlugTaken", err)
 	}
-	if _, err := svc.Update(ctx, "u1", other.ID, []byte(`{}`), ""); !errors.Is(err, ErrNotFound) {
+	if _, err := svc.Update(ctx, "u1", other.ID, UpdateRequest{}, ""); !errors.Is(err, ErrNotFound) {
 		t.Errorf("another user's workspace: %v, want ErrNotFound", err)
 	}
 	calls := st.calls["UpdateWorkspace"]
-	if _, err := svc.Update(ctx, "u1", "Not A Slug", []byte(`{}`), ""); !errors.Is(err, ErrNotFound) {
+	if _, err := svc.Update(ctx, "u1", "Not A Slug", UpdateRequest{}, ""); !errors.Is(err, ErrNotFound) {
 		t.Errorf("malformed reference: %v, want ErrNotFound", err)
 	}
 	if st.calls["UpdateWorkspace"] != calls {
 		t.Error("a reference that names nothing reached the store")
 	}
 	// Renaming into "default" is allowed: that workspace becomes the default.
-	res, err := svc.Update(ctx, "u1", "a", []byte(`{"slug":"default"}`), "")
+	res, err := svc.Update(ctx, "u1", "a", UpdateRequest{Slug: set("default")}, "")
 	if err != nil || res.Workspace.Slug != DefaultSlug {
 		t.Fatalf("rename to default = %+v, %v", res, err)
 	}
@@ -449,9 +463,9 @@ func TestServiceListAndDelete(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for _, slug := range []string{"one", "two", "three"} {
-		ids = append(ids, mustCreate(t, svc, "u1", `{"name":"W","slug":"`+slug+`"}`).ID)
+		ids = append(ids, mustCreate(t, svc, "u1", creation("W", slug)).ID)
 	}
-	mustCreate(t, svc, "u2", `{"name":"W","slug":"one"}`)
+	mustCreate(t, svc, "u2", creation("W", "one"))
 
 	page, err := svc.List(ctx, "u1", Page{Offset: 1, Limit: 1})
 	if err != nil || page.Total != 3 || len(page.Workspaces) != 1 || page.Workspaces[0].ID != ids[1] {
@@ -525,7 +539,7 @@ func TestServiceGetAndDefault(t *testing.T) {
 	}
 	// A slug shaped like a UUID is found by slug when no id matches.
 	uuidSlug := "0190a0b1-2c3d-7e4f-8a9b-0c1d2e3f4a5b"
-	w := mustCreate(t, svc, "u1", `{"name":"U","slug":"`+uuidSlug+`"}`)
+	w := mustCreate(t, svc, "u1", creation("U", uuidSlug))
 	if got, err := svc.Get(ctx, "u1", uuidSlug); err != nil || got.ID != w.ID {
 		t.Errorf("Get(uuid-shaped slug) = %+v, %v", got, err)
 	}

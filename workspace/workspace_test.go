@@ -1,121 +1,152 @@
 package workspace
 
 import (
-	"errors"
+	"encoding/json"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
-func TestParseCreateRequest(t *testing.T) {
+func ptr[T any](v T) *T { return &v }
+
+func set[T any](v T) Optional[T] { return Optional[T]{Set: true, Value: v} }
+
+// named returns the fields p names, sorted, and fails the test where a
+// field is named with a problem other than want's (when want gives one).
+func named(t *testing.T, p *invalid.Problems, want map[string]string) []string {
+	t.Helper()
+	var names []string
+	for _, f := range p.FieldProblems() {
+		names = append(names, f.Name)
+		if w, ok := want[f.Name]; ok && w != "" && w != f.Problem {
+			t.Errorf("%s: %q, want %q", f.Name, f.Problem, w)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func TestCheckCreate(t *testing.T) {
+	svc, _, _ := newTestService("x/y", "x/z")
 	tests := []struct {
-		name   string
-		body   string
-		fields []string // offending fields; none means valid
+		name string
+		req  CreateRequest
+		want map[string]string // field -> problem ("" any); none means valid
 	}{
-		{"minimal", `{"name":"A","slug":"a"}`, nil},
-		{"all fields", `{"name":"A","slug":"a-1","description":"d","default_text_model":"x/y","default_image_model":"x/z",
-			"default_provider_sort":"price","io_logging_api_key_ids":["k1"],"io_logging_sampling_rate":0.5,
-			"is_data_discount_logging_enabled":false,"is_observability_broadcast_enabled":true,"is_observability_io_logging_enabled":true}`, nil},
-		{"100 multi-byte characters", `{"name":"` + strings.Repeat("é", 100) + `","slug":"a"}`, nil},
-		{"101 characters", `{"name":"` + strings.Repeat("é", 101) + `","slug":"a"}`, []string{"name"}},
-		{"missing both", `{}`, []string{"name", "slug"}},
-		{"look-alike slug", `{"name":"A","slug":"аbc"}`, []string{"slug"}},
-		{"double hyphen", `{"name":"A","slug":"a--b"}`, []string{"slug"}},
-		{"unknown and case-folded", `{"name":"A","slug":"a","Name":"B","extra":1}`, []string{"Name", "extra"}},
-		{"duplicate key", `{"name":"A","slug":"a","slug":"b"}`, []string{"slug"}},
-		{"quoted number", `{"name":"A","slug":"a","io_logging_sampling_rate":"0.5"}`, []string{"io_logging_sampling_rate"}},
-		{"rate out of range", `{"name":"A","slug":"a","io_logging_sampling_rate":0}`, []string{"io_logging_sampling_rate"}},
-		{"bool as string", `{"name":"A","slug":"a","is_data_discount_logging_enabled":"true"}`, []string{"is_data_discount_logging_enabled"}},
-		{"lone surrogate", `{"name":"\ud800","slug":"a"}`, []string{"name"}},
-		{"literal replacement char is fine", `{"name":"\ufffd","slug":"a"}`, nil},
-		{"trailing data", `{"name":"A","slug":"a"} {}`, []string{"body"}},
-		{"array body", `[]`, []string{"body"}},
-		{"not JSON", `name=A`, []string{"body"}},
-		{"invalid UTF-8", "{\"name\":\"\xff\",\"slug\":\"a\"}", []string{"body"}},
+		{"minimal", CreateRequest{Name: ptr("A"), Slug: ptr("a")}, nil},
+		{"all fields", CreateRequest{Name: ptr("A"), Slug: ptr("a-1"), Description: ptr("d"), DefaultTextModel: ptr("x/y"),
+			DefaultImageModel: ptr("x/z"), DefaultProviderSort: ptr("price"), IOLoggingAPIKeyIDs: []string{"k1"},
+			IOLoggingSamplingRate: ptr(0.5), IsDataDiscountLoggingEnabled: ptr(false), IsObservabilityBroadcastEnabled: ptr(true),
+			IsObservabilityIOLoggingEnabled: ptr(true)}, nil},
+		{"100 multi-byte characters", CreateRequest{Name: ptr(strings.Repeat("é", 100)), Slug: ptr("a")}, nil},
+		{"101 characters", CreateRequest{Name: ptr(strings.Repeat("é", 101)), Slug: ptr("a")},
+			map[string]string{"name": "must be 1 to 100 characters"}},
+		{"empty name", CreateRequest{Name: ptr(""), Slug: ptr("a")}, map[string]string{"name": "must be 1 to 100 characters"}},
+		{"blank name", CreateRequest{Name: ptr("  "), Slug: ptr("a")}, map[string]string{"name": "must not be blank"}},
+		{"control character", CreateRequest{Name: ptr("a\u0007"), Slug: ptr("a")}, map[string]string{"name": "must not contain control characters"}},
+		{"not UTF-8", CreateRequest{Name: ptr("\xff"), Slug: ptr("a")}, map[string]string{"name": "must be valid UTF-8"}},
+		{"missing both", CreateRequest{}, map[string]string{"name": "required", "slug": "required"}},
+		{"look-alike slug", CreateRequest{Name: ptr("A"), Slug: ptr("аbc")}, map[string]string{"slug": ""}},
+		{"double hyphen", CreateRequest{Name: ptr("A"), Slug: ptr("a--b")}, map[string]string{"slug": ""}},
+		{"51-character slug", CreateRequest{Name: ptr("A"), Slug: ptr(strings.Repeat("s", 51))}, map[string]string{"slug": ""}},
+		{"501-character description", CreateRequest{Name: ptr("A"), Slug: ptr("a"), Description: ptr(strings.Repeat("ü", 501))},
+			map[string]string{"description": "must be at most 500 characters"}},
+		{"sort", CreateRequest{Name: ptr("A"), Slug: ptr("a"), DefaultProviderSort: ptr("Price")},
+			map[string]string{"default_provider_sort": "must be one of price, throughput, latency, exacto"}},
+		{"rate out of range", CreateRequest{Name: ptr("A"), Slug: ptr("a"), IOLoggingSamplingRate: ptr(0.0)},
+			map[string]string{"io_logging_sampling_rate": "must be between 0.0001 and 1"}},
+		{"rate NaN", CreateRequest{Name: ptr("A"), Slug: ptr("a"), IOLoggingSamplingRate: ptr(math.NaN())},
+			map[string]string{"io_logging_sampling_rate": ""}},
+		{"empty key id", CreateRequest{Name: ptr("A"), Slug: ptr("a"), IOLoggingAPIKeyIDs: []string{"k", ""}},
+			map[string]string{"io_logging_api_key_ids": "entries must be 1 to 128 bytes"}},
+		{"too many key ids", CreateRequest{Name: ptr("A"), Slug: ptr("a"), IOLoggingAPIKeyIDs: make([]string, 1001)},
+			map[string]string{"io_logging_api_key_ids": "must have at most 1000 entries"}},
+		{"unknown models", CreateRequest{Name: ptr("A"), Slug: ptr("a"), DefaultTextModel: ptr("no/such"), DefaultImageModel: ptr("x/y")},
+			map[string]string{"default_text_model": "is not a model the catalog serves"}},
+		{"every problem at once", CreateRequest{Name: ptr(""), DefaultImageModel: ptr("no/such")},
+			map[string]string{"name": "", "slug": "required", "default_image_model": ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseCreateRequest([]byte(tt.body))
-			if len(tt.fields) == 0 {
-				if err != nil {
-					t.Fatalf("want valid, got %v", err)
-				}
-				return
+			var p invalid.Problems
+			svc.CheckCreate(tt.req, &p)
+			var want []string
+			for f := range tt.want {
+				want = append(want, f)
 			}
-			var bad *InvalidError
-			if !errors.As(err, &bad) || !errors.Is(err, ErrInvalid) {
-				t.Fatalf("want *InvalidError, got %v", err)
-			}
-			for _, f := range tt.fields {
-				if _, ok := bad.Fields[f]; !ok {
-					t.Errorf("field %q not named: %v", f, bad.Fields)
-				}
-			}
-			if len(bad.Fields) != len(tt.fields) {
-				t.Errorf("named %v, want exactly %v", bad.Fields, tt.fields)
+			sort.Strings(want)
+			if got := named(t, &p, tt.want); !reflect.DeepEqual(got, want) {
+				t.Errorf("named %v, want %v", got, want)
 			}
 		})
 	}
 }
 
-func TestParseUpdateRequest(t *testing.T) {
-	str := func(s string) *string { return &s }
+// A problem already found (by the edge, decoding the body) is the one a
+// field keeps; the check adds the others.
+func TestCheckKeepsTheProblemsFoundBefore(t *testing.T) {
+	svc, _, _ := newTestService()
+	var p invalid.Problems
+	p.Add("name", "must be a string")
+	svc.CheckCreate(CreateRequest{Slug: ptr("Bad")}, &p)
+	if got := named(t, &p, map[string]string{"name": "must be a string"}); !reflect.DeepEqual(got, []string{"name", "slug"}) {
+		t.Errorf("named %v", got)
+	}
+}
+
+func TestCheckUpdate(t *testing.T) {
+	svc, _, _ := newTestService("x/y")
 	tests := []struct {
-		name   string
-		body   string
-		want   UpdateRequest
-		fields []string // offending fields; none means valid
+		name string
+		u    UpdateRequest
+		want []string
 	}{
-		{name: "empty object", body: `{}`, want: UpdateRequest{}},
-		{name: "name only", body: `{"name":"N"}`, want: UpdateRequest{Name: Optional[string]{Set: true, Value: "N"}}},
-		{name: "nulls are set and nil", body: `{"description":null,"default_image_model":null,"io_logging_api_key_ids":null}`,
-			want: UpdateRequest{Description: Optional[*string]{Set: true}, DefaultImageModel: Optional[*string]{Set: true},
-				IOLoggingAPIKeyIDs: Optional[[]string]{Set: true}}},
-		{name: "empty list is not null", body: `{"io_logging_api_key_ids":[]}`,
-			want: UpdateRequest{IOLoggingAPIKeyIDs: Optional[[]string]{Set: true, Value: []string{}}}},
-		{name: "values", body: `{"default_provider_sort":"price","io_logging_sampling_rate":1e-4,"is_observability_broadcast_enabled":false}`,
-			want: UpdateRequest{DefaultProviderSort: Optional[*string]{Set: true, Value: str("price")},
-				IOLoggingSamplingRate:           Optional[float64]{Set: true, Value: 0.0001},
-				IsObservabilityBroadcastEnabled: Optional[bool]{Set: true}}},
-		{name: "null name", body: `{"name":null}`, fields: []string{"name"}},
-		{name: "null slug", body: `{"slug":null}`, fields: []string{"slug"}},
-		{name: "null rate and boolean", body: `{"io_logging_sampling_rate":null,"is_data_discount_logging_enabled":null}`,
-			fields: []string{"io_logging_sampling_rate", "is_data_discount_logging_enabled"}},
-		{name: "501-character description", body: `{"description":"` + strings.Repeat("d", 501) + `"}`, fields: []string{"description"}},
-		{name: "case-folded key", body: `{"Slug":"a"}`, fields: []string{"Slug"}},
-		{name: "trailing data", body: `{} {}`, fields: []string{"body"}},
-		{name: "null body", body: `null`, fields: []string{"body"}},
+		{"nothing", UpdateRequest{}, nil},
+		{"nothing is required", UpdateRequest{Description: set[*string](nil)}, nil},
+		{"nulls clear", UpdateRequest{DefaultTextModel: set[*string](nil), DefaultProviderSort: set[*string](nil),
+			IOLoggingAPIKeyIDs: set[[]string](nil)}, nil},
+		{"values", UpdateRequest{Name: set("N"), DefaultProviderSort: set(ptr("latency")), IOLoggingSamplingRate: set(1.0),
+			DefaultTextModel: set(ptr("x/y"))}, nil},
+		{"creation limits apply", UpdateRequest{Name: set(""), Slug: set("Bad"), IOLoggingSamplingRate: set(2.0),
+			DefaultProviderSort: set(ptr("fast"))}, []string{"default_provider_sort", "io_logging_sampling_rate", "name", "slug"}},
+		{"unknown model", UpdateRequest{DefaultTextModel: set(ptr("no/such")), DefaultImageModel: set[*string](nil)},
+			[]string{"default_text_model"}},
+		{"501-character description", UpdateRequest{Description: set(ptr(strings.Repeat("d", 501)))}, []string{"description"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseUpdateRequest([]byte(tt.body))
-			if len(tt.fields) == 0 {
-				if err != nil {
-					t.Fatalf("want valid, got %v", err)
-				}
-				if !reflect.DeepEqual(got, tt.want) {
-					t.Errorf("got %+v\nwant %+v", got, tt.want)
-				}
-				if got.Empty() != (tt.body == `{}`) {
-					t.Errorf("Empty() = %v", got.Empty())
-				}
-				return
-			}
-			var bad *InvalidError
-			if !errors.As(err, &bad) {
-				t.Fatalf("want *InvalidError, got %v", err)
-			}
-			var names []string
-			for f := range bad.Fields {
-				names = append(names, f)
-			}
-			sort.Strings(names)
-			if !reflect.DeepEqual(names, tt.fields) {
-				t.Errorf("named %v, want %v", names, tt.fields)
+			var p invalid.Problems
+			svc.CheckUpdate(tt.u, &p)
+			if got := named(t, &p, nil); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("named %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// The fingerprints of idempotent requests are compared with records
+// written by earlier versions: the encoding of the requests must not
+// change (these are the hashes an earlier version made of the same
+// requests).
+func TestRequestHashIsStable(t *testing.T) {
+	create := CreateRequest{Name: ptr("A"), Slug: ptr("a"), DefaultTextModel: ptr("x/y"), IOLoggingSamplingRate: ptr(0.5),
+		IsDataDiscountLoggingEnabled: ptr(false), IOLoggingAPIKeyIDs: []string{}}
+	if got := requestHash(create); got != "dc78413f5ebb72fde4d16396cfb1507faca99588b34b3f2de597a3a6e7d8bb8d" {
+		t.Errorf("creation hash %s has changed", got)
+	}
+	update := struct {
+		Ref     Ref
+		Request UpdateRequest
+	}{Ref{Slug: "old"}, UpdateRequest{Slug: set("new"), Description: set(ptr("d")), DefaultImageModel: set[*string](nil)}}
+	if got := requestHash(update); got != "a0f5e55416ea93fdb38e7f01801f23de5a1b8084975b93b7cf1a5f8694098fe1" {
+		t.Errorf("update hash %s has changed", got)
+	}
+	if b, _ := json.Marshal(CreateRequest{Name: ptr("A"), Slug: ptr("a")}); string(b) != `{"name":"A","slug":"a","io_logging_api_key_ids":null}` {
+		t.Errorf("a creation encodes as %s", b)
 	}
 }
 

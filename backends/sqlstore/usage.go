@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/jsonobj"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
@@ -257,7 +258,7 @@ func (s *Store) addToDays(ctx context.Context, tx *sql.Tx, workspaces map[string
 // past what it holds: the caller's mistake (spend.MaxCost makes it take
 // millions of reports), answered as a batch refused, not a fault.
 func errUsageOverflow() error {
-	return &spend.InvalidError{Field: "reports", Problem: "would carry a key's usage past the largest sum kept"}
+	return invalid.One("reports", "would carry a key's usage past the largest sum kept")
 }
 
 func cmpStrings(a, b string) int { return strings.Compare(a, b) }

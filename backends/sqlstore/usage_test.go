@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/spend"
@@ -129,7 +130,7 @@ func testUsageStoredAsSent(t *testing.T, b backend) {
 }
 
 // testUsageOverflow: a batch that would carry a key's daily sum past what
-// it holds is refused as the caller's (a spend.InvalidError), and nothing
+// it holds is refused as the caller's (a problem of reports), and nothing
 // of it is kept: the sums are as they were, and its reports can be sent
 // again.
 func testUsageOverflow(t *testing.T, b backend) {
@@ -144,9 +145,8 @@ func testUsageOverflow(t *testing.T, b backend) {
 	if n, err := recordUsage(ctx, s, report("big", math.MaxInt64-10)); err != nil || n != 1 {
 		t.Fatalf("RecordUsage = %d, %v", n, err)
 	}
-	var bad *spend.InvalidError
-	if _, err := recordUsage(ctx, s, report("over", 11)); !errors.As(err, &bad) || bad.Field != "reports" {
-		t.Fatalf("a sum past the largest: %v, want a spend.InvalidError of reports", err)
+	if _, err := recordUsage(ctx, s, report("over", 11)); len(invalid.Fields(err)) != 1 || invalid.Fields(err)[0].Name != "reports" {
+		t.Fatalf("a sum past the largest: %v, want a problem of reports", err)
 	}
 	usage, err := s.KeyUsage(ctx, []string{k.ID}, spend.WindowsAt(at))
 	if err != nil || usage[k.ID].Daily != math.MaxInt64-10 {

@@ -77,7 +77,7 @@ var confinedImports = []confined{
 // values and errors into responses after.
 var domain = []string{"catalog", "workspace", "files", "policy"}
 
-var domainMayNotImport = []string{"net/http", "mime/multipart", "github.com/go-chi/chi"}
+var domainMayNotImport = []string{"net/http", "mime/multipart", "github.com/go-chi/chi", module + "/internal/jsonobj"}
 
 const module = "github.com/aigateway/gateway"
 

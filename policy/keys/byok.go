@@ -2,7 +2,6 @@ package keys
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/aigateway/gateway/internal/jsonobj"
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/policy/keys/seal"
 )
 
@@ -84,8 +83,10 @@ func MaskSecret(secret string) string {
 	return secret[:3] + "..." + secret[len(secret)-4:]
 }
 
-// ProviderKeyFields are the fields a creation or update may set; in an
-// update only the Set ones change.
+// ProviderKeyFields are the fields a creation or update may set, typed:
+// the edge decodes them from the body of POST or PATCH /byok. In an update
+// only the Set ones change. A Set Name or DeclaredZDR of nil, or a Set list
+// of nil, is an explicit null.
 type ProviderKeyFields struct {
 	Provider       Optional[string]
 	Secret         Optional[seal.Secret]
@@ -101,132 +102,87 @@ type ProviderKeyFields struct {
 	SortOrder      Optional[int]
 }
 
-// ParseProviderKeyRequest decodes a POST or PATCH /byok body strictly. A
-// creation requires provider and key; an update may not change provider or
-// workspace_id (the secret is sealed to both: create a new key instead).
-func ParseProviderKeyRequest(body []byte, create bool) (ProviderKeyFields, error) {
-	var (
-		f   ProviderKeyFields
-		bad = &InvalidError{}
-	)
-	err := jsonobj.Walk(body, func(key string, raw json.RawMessage) {
-		switch key {
-		case "provider":
-			p := decodeString(key, raw, bad)
-			if !IsProvider(p) {
-				bad.add(key, "must be openai or anthropic")
-			}
-			f.Provider = Optional[string]{true, p}
-		case "key":
-			s := decodeString(key, raw, bad)
-			switch {
-			case strings.TrimSpace(s) == "":
-				bad.add(key, "must not be empty")
-			case len(s) > maxProviderSecret:
-				bad.add(key, "must be at most 4096 bytes")
-			case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-				bad.add(key, "must not contain spaces or control characters")
-			}
-			f.Secret = Optional[seal.Secret]{true, seal.NewSecret(s)}
-		case "workspace_id":
-			if !jsonobj.IsNull(raw) {
-				f.Workspace = Optional[string]{true, decodeString(key, raw, bad)}
-			}
-		case "name":
-			var name *string
-			if !jsonobj.IsNull(raw) {
-				s := decodeString(key, raw, bad)
-				if utf8.RuneCountInString(s) > MaxNameChars || strings.ContainsFunc(s, unicode.IsControl) {
-					bad.add(key, "must be at most 100 characters, without control characters")
-				}
-				name = &s
-			}
-			f.Name = Optional[*string]{true, name}
-		case "disabled":
-			f.Disabled = Optional[bool]{true, decodeBool(key, raw, bad)}
-		case "is_byok_only":
-			f.IsBYOKOnly = Optional[bool]{true, decodeBool(key, raw, bad)}
-		case "is_fallback":
-			f.IsFallback = Optional[bool]{true, decodeBool(key, raw, bad)}
-		case "is_required":
-			f.IsRequired = Optional[bool]{true, decodeBool(key, raw, bad)}
-		case "declared_zdr":
-			var zdr *bool
-			if !jsonobj.IsNull(raw) {
-				b := decodeBool(key, raw, bad)
-				zdr = &b
-			}
-			f.DeclaredZDR = Optional[*bool]{true, zdr}
-		case "allowed_api_key_hashes":
-			ids := decodeStrings(key, raw, bad)
-			for _, id := range ids {
-				if _, ok := ParseID(id); !ok {
-					bad.add(key, "must list key hashes (16 hexadecimal characters each)")
-					break
-				}
-			}
-			f.AllowedAPIKeys = Optional[[]string]{true, ids}
-		case "allowed_models":
-			f.AllowedModels = Optional[[]string]{true, decodeStrings(key, raw, bad)}
-		case "allowed_user_ids":
-			if !jsonobj.IsNull(raw) {
-				bad.add(key, "must be null: keys are not shared between users here")
-			}
-		case "sort_order":
-			var n json.Number
-			v, err := int64(0), error(nil)
-			if err = json.Unmarshal(raw, &n); err == nil {
-				v, err = n.Int64()
-			}
-			if err != nil || v < -maxSortOrder || v > maxSortOrder {
-				bad.add(key, "must be an integer from -1000000 to 1000000")
-			}
-			f.SortOrder = Optional[int]{true, int(v)}
-		default:
-			bad.add(key, "unknown field")
-		}
-	})
-	if documentProblem(err, bad) {
-		return f, bad
+// SortOrderRule is what a provider key's sort_order must be.
+const SortOrderRule = "must be an integer from -1000000 to 1000000"
+
+// CheckCreate adds to p what is wrong with f as a new provider key: each
+// given field's own rules (CheckFields), and provider and key are required.
+// ProviderKeys.Create checks its request with it; the edge calls it too
+// when decoding the body already found problems of its own, so that the
+// client hears of every problem at once. A field that already has a
+// problem in p keeps it.
+func (f ProviderKeyFields) CheckCreate(p *invalid.Problems) {
+	f.CheckFields(p)
+	if !f.Provider.Set {
+		p.Add("provider", "required")
 	}
-	if create {
-		if !f.Provider.Set {
-			bad.add("provider", "required")
-		}
-		if !f.Secret.Set {
-			bad.add("key", "required")
-		}
-	} else {
-		if f.Provider.Set {
-			bad.add("provider", "cannot change: create a new provider key")
-		}
-		if f.Workspace.Set {
-			bad.add("workspace_id", "cannot change: create a new provider key")
-		}
+	if !f.Secret.Set {
+		p.Add("key", "required")
 	}
-	return f, bad.orNil()
 }
 
-// decodeStrings reads an array of strings or null (nil).
-func decodeStrings(field string, raw json.RawMessage, bad *InvalidError) []string {
-	if jsonobj.IsNull(raw) {
-		return nil
+// CheckUpdate adds to p what is wrong with f as a change of a provider
+// key: each given field's own rules, and neither provider nor workspace_id
+// may change (the secret is sealed to both: a new provider key is made
+// instead).
+func (f ProviderKeyFields) CheckUpdate(p *invalid.Problems) {
+	f.CheckFields(p)
+	if f.Provider.Set {
+		p.Add("provider", "cannot change: create a new provider key")
 	}
-	var out []string
-	if err := json.Unmarshal(raw, &out); err != nil {
-		bad.add(field, "must be an array of strings or null")
-		return nil
+	if f.Workspace.Set {
+		p.Add("workspace_id", "cannot change: create a new provider key")
 	}
-	if len(out) > maxAllowedItems {
-		bad.add(field, "must have at most 1000 items")
+}
+
+// CheckFields adds to p what is wrong with each field f sets, requiring
+// none: a provider the gateway speaks to, a secret that can be sent in a
+// header, a name of at most MaxNameChars characters, lists of at most
+// 1,000 items of 1 to 256 characters (key hashes where they name keys), a
+// sort order within SortOrderRule. It judges the fields of a document that
+// could not be read to its end.
+func (f ProviderKeyFields) CheckFields(p *invalid.Problems) {
+	if f.Provider.Set && !IsProvider(f.Provider.Value) {
+		p.Add("provider", "must be openai or anthropic")
 	}
-	for _, s := range out {
-		if s == "" || len(s) > 256 {
-			bad.add(field, "items must be 1 to 256 characters")
+	if f.Secret.Set {
+		s := f.Secret.Value.Reveal()
+		switch {
+		case strings.TrimSpace(s) == "":
+			p.Add("key", "must not be empty")
+		case len(s) > maxProviderSecret:
+			p.Add("key", "must be at most 4096 bytes")
+		case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+			p.Add("key", "must not contain spaces or control characters")
+		}
+	}
+	if name := f.Name.Value; name != nil && (utf8.RuneCountInString(*name) > MaxNameChars || strings.ContainsFunc(*name, unicode.IsControl)) {
+		p.Add("name", "must be at most 100 characters, without control characters")
+	}
+	checkItems("allowed_api_key_hashes", f.AllowedAPIKeys.Value, p)
+	for _, id := range f.AllowedAPIKeys.Value {
+		if _, ok := ParseID(id); !ok {
+			p.Add("allowed_api_key_hashes", "must list key hashes (16 hexadecimal characters each)")
 			break
 		}
 	}
-	return out
+	checkItems("allowed_models", f.AllowedModels.Value, p)
+	if v := f.SortOrder.Value; v < -maxSortOrder || v > maxSortOrder {
+		p.Add("sort_order", SortOrderRule)
+	}
+}
+
+// checkItems applies the limits of a list of strings.
+func checkItems(field string, items []string, p *invalid.Problems) {
+	if len(items) > maxAllowedItems {
+		p.Add(field, "must have at most 1000 items")
+	}
+	for _, s := range items {
+		if s == "" || len(s) > 256 {
+			p.Add(field, "items must be 1 to 256 characters")
+			break
+		}
+	}
 }
 
 // ProviderKeyQuery selects a page of a user's provider keys.
@@ -268,15 +224,19 @@ func NewProviderKeys(store ProviderKeyStore, workspaces Workspaces, sealer *seal
 	return &ProviderKeys{store: store, workspaces: workspaces, sealer: sealer, now: time.Now, newID: newID}
 }
 
-// Create seals and stores a new provider key for userID.
-func (m *ProviderKeys) Create(ctx context.Context, userID string, body []byte) (ProviderKey, error) {
-	f, err := ParseProviderKeyRequest(body, true)
-	if err != nil {
+// Create seals and stores a new provider key for userID, made of f
+// checked as ProviderKeyFields.CheckCreate does (every problem at once in
+// *invalid.Problems, nothing stored); a workspace the user does not have is
+// a problem of workspace_id.
+func (m *ProviderKeys) Create(ctx context.Context, userID string, f ProviderKeyFields) (ProviderKey, error) {
+	var p invalid.Problems
+	f.CheckCreate(&p)
+	if err := p.Err(); err != nil {
 		return ProviderKey{}, err
 	}
 	ws, err := m.workspaces.WorkspaceID(ctx, userID, f.Workspace.Value)
 	if errors.Is(err, ErrWorkspaceNotFound) {
-		return ProviderKey{}, &InvalidError{Problems: []FieldProblem{{"workspace_id", "no such workspace"}}}
+		return ProviderKey{}, invalid.One("workspace_id", "no such workspace")
 	}
 	if err != nil {
 		return ProviderKey{}, err
@@ -320,11 +280,14 @@ func (m *ProviderKeys) List(ctx context.Context, userID string, q ProviderKeyQue
 	return m.store.ListProviderKeys(ctx, userID, q)
 }
 
-// Update applies a partial-update body; a new key is sealed to the stored
+// Update applies the Set fields of f, checked as
+// ProviderKeyFields.CheckUpdate does (every problem at once in
+// *invalid.Problems, nothing changed); a new secret is sealed to the stored
 // key's workspace and provider.
-func (m *ProviderKeys) Update(ctx context.Context, userID, id string, body []byte) (ProviderKey, error) {
-	f, err := ParseProviderKeyRequest(body, false)
-	if err != nil {
+func (m *ProviderKeys) Update(ctx context.Context, userID, id string, f ProviderKeyFields) (ProviderKey, error) {
+	var p invalid.Problems
+	f.CheckUpdate(&p)
+	if err := p.Err(); err != nil {
 		return ProviderKey{}, err
 	}
 	cur, err := m.store.UserProviderKey(ctx, userID, id)

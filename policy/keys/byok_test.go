@@ -1,48 +1,65 @@
 package keys
 
 import (
-	"errors"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/aigateway/gateway/internal/invalid"
+	"github.com/aigateway/gateway/policy/keys/seal"
 )
 
-func TestParseProviderKeyRequest(t *testing.T) {
-	f, err := ParseProviderKeyRequest([]byte(`{"provider":"openai","key":"sk-proj-abcdefghijkl","name":"prod",
-		"allowed_api_key_hashes":["00000000000000aa"],"declared_zdr":null,"sort_order":3}`), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.Provider.Value != "openai" || f.Secret.Value.Reveal() != "sk-proj-abcdefghijkl" || *f.Name.Value != "prod" ||
-		len(f.AllowedAPIKeys.Value) != 1 || !f.DeclaredZDR.Set || f.DeclaredZDR.Value != nil || f.SortOrder.Value != 3 {
-		t.Fatalf("decoded %+v", f)
-	}
-	if strings.Contains(f.Secret.Value.String(), "abcdef") {
-		t.Fatal("the secret prints itself")
+func TestProviderKeyFieldsCheck(t *testing.T) {
+	set := func(s string) Optional[string] { return Optional[string]{true, s} }
+	secret := func(s string) Optional[seal.Secret] { return Optional[seal.Secret]{true, seal.NewSecret(s)} }
+	list := func(items ...string) Optional[[]string] { return Optional[[]string]{true, items} }
+	valid := ProviderKeyFields{Provider: set("openai"), Secret: secret("sk-proj-abcdefghijkl"), Name: Optional[*string]{true, ptr("prod")},
+		AllowedAPIKeys: list("00000000000000aa"), DeclaredZDR: Optional[*bool]{Set: true}, SortOrder: Optional[int]{true, 3}}
+	var p invalid.Problems
+	valid.CheckCreate(&p)
+	if err := p.Err(); err != nil {
+		t.Fatalf("a valid creation: %v", err)
 	}
 	cases := []struct {
-		body   string
+		f      ProviderKeyFields
 		create bool
-		field  string
+		want   []string
 	}{
-		{`{"key":"sk-x"}`, true, "provider"},
-		{`{"provider":"openai"}`, true, "key"},
-		{`{"provider":"gemini","key":"k"}`, true, "provider"},
-		{`{"provider":"openai","key":"a b"}`, true, "key"},
-		{`{"provider":"openai","key":""}`, true, "key"},
-		{`{"provider":"openai","key":"k","allowed_api_key_hashes":["nothex"]}`, true, "allowed_api_key_hashes"},
-		{`{"provider":"openai","key":"k","allowed_user_ids":["u"]}`, true, "allowed_user_ids"},
-		{`{"provider":"openai","key":"k","sort_order":1.5}`, true, "sort_order"},
-		{`{"provider":"openai","key":"k","secret":"x"}`, true, "secret"},
-		{`{"provider":"anthropic"}`, false, "provider"},
-		{`{"workspace_id":"other"}`, false, "workspace_id"},
-		{`{"disabled":"yes"}`, false, "disabled"},
+		{ProviderKeyFields{Secret: secret("sk-x")}, true, []string{"provider"}},
+		{ProviderKeyFields{Provider: set("openai")}, true, []string{"key"}},
+		{ProviderKeyFields{Provider: set("gemini"), Secret: secret("k")}, true, []string{"provider"}},
+		{ProviderKeyFields{Provider: set("openai"), Secret: secret("a b")}, true, []string{"key"}},
+		{ProviderKeyFields{Provider: set("openai"), Secret: secret("")}, true, []string{"key"}},
+		{ProviderKeyFields{Provider: set("openai"), Secret: secret(strings.Repeat("k", 4097))}, true, []string{"key"}},
+		{ProviderKeyFields{Provider: set("openai"), Secret: secret("k"), AllowedAPIKeys: list("nothex")}, true, []string{"allowed_api_key_hashes"}},
+		{ProviderKeyFields{Provider: set("openai"), Secret: secret("k"), AllowedModels: list("")}, true, []string{"allowed_models"}},
+		{ProviderKeyFields{Provider: set("openai"), Secret: secret("k"), AllowedModels: list(make([]string, 1001)...)}, true, []string{"allowed_models"}},
+		{ProviderKeyFields{Provider: set("openai"), Secret: secret("k"), SortOrder: Optional[int]{true, 1_000_001}}, true, []string{"sort_order"}},
+		{ProviderKeyFields{Provider: set("openai"), Secret: secret("k"), Name: Optional[*string]{true, ptr("a\u0007")}}, true, []string{"name"}},
+		{ProviderKeyFields{}, true, []string{"key", "provider"}},
+		{ProviderKeyFields{Provider: set("anthropic")}, false, []string{"provider"}},
+		{ProviderKeyFields{Workspace: set("other")}, false, []string{"workspace_id"}},
+		{ProviderKeyFields{Name: Optional[*string]{Set: true}, Disabled: Optional[bool]{true, true}}, false, nil},
 	}
 	for _, c := range cases {
-		_, err := ParseProviderKeyRequest([]byte(c.body), c.create)
-		var bad *InvalidError
-		if !errors.As(err, &bad) || bad.Problems[0].Field != c.field {
-			t.Errorf("%s (create %v): %v, want a problem of %q", c.body, c.create, err, c.field)
+		var p invalid.Problems
+		if c.create {
+			c.f.CheckCreate(&p)
+		} else {
+			c.f.CheckUpdate(&p)
 		}
+		if got := sortedNames(fieldsOf(&p)); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%+v (create %v): named %v, want %v", c.f, c.create, got, c.want)
+		}
+	}
+	// An unknown provider is that, not also a provider that cannot change.
+	var u invalid.Problems
+	ProviderKeyFields{Provider: set("gemini")}.CheckUpdate(&u)
+	if got := fieldsOf(&u)["provider"]; got != "must be openai or anthropic" {
+		t.Errorf("update naming an unknown provider: %q", got)
+	}
+	if strings.Contains(valid.Secret.Value.String(), "abcdef") {
+		t.Fatal("the secret prints itself")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/policy/keys/seal"
 )
 
@@ -112,16 +113,24 @@ type Created struct {
 	Replayed bool
 }
 
-// Create makes a standard key for userID from a creation body.
-func (m *Manager) Create(ctx context.Context, userID string, body []byte, idempotencyKey string) (Created, error) {
+// Create makes a standard key for userID from req, checked as
+// CreateRequest.Check does (every problem at once in *invalid.Problems,
+// nothing made); a workspace the user does not have is a problem of
+// workspace_id.
+func (m *Manager) Create(ctx context.Context, userID string, req CreateRequest, idempotencyKey string) (Created, error) {
 	now := m.now().UTC().Truncate(time.Microsecond)
-	req, err := ParseCreateRequest(body, now)
-	if err != nil {
+	var p invalid.Problems
+	req.Check(now, &p)
+	if err := p.Err(); err != nil {
 		return Created{}, err
+	}
+	if req.ExpiresAt != nil {
+		t := expiry(*req.ExpiresAt)
+		req.ExpiresAt = &t
 	}
 	ws, err := m.workspaces.WorkspaceID(ctx, userID, req.Workspace)
 	if errors.Is(err, ErrWorkspaceNotFound) {
-		return Created{}, &InvalidError{Problems: []FieldProblem{{"workspace_id", "no such workspace"}}}
+		return Created{}, invalid.One("workspace_id", "no such workspace")
 	}
 	if err != nil {
 		return Created{}, err
@@ -131,7 +140,7 @@ func (m *Manager) Create(ctx context.Context, userID string, body []byte, idempo
 		return Created{}, err
 	}
 	k.UserID, k.CreatorUserID, k.Role, k.WorkspaceID = userID, userID, RoleStandard, ws
-	k.Name, k.CreatedAt, k.ExpiresAt = req.Name, now, req.ExpiresAt
+	k.Name, k.CreatedAt, k.ExpiresAt = *req.Name, now, req.ExpiresAt
 	k.Limit, k.LimitReset, k.IncludeBYOKInLimit = req.Limit, req.LimitReset, req.IncludeBYOKInLimit
 	secret := seal.NewSecret(token)
 
@@ -170,8 +179,8 @@ func (m *Manager) Create(ctx context.Context, userID string, body []byte, idempo
 	return Created{Key: first, Secret: secret, Replayed: true}, nil
 }
 
-// requestHash identifies a creation request for idempotency: the decoded
-// request with its workspace resolved, so the same body means the same
+// requestHash identifies a creation request for idempotency: the typed
+// request with its workspace resolved, so the same request means the same
 // thing.
 func requestHash(req CreateRequest, workspaceID string) string {
 	b, _ := json.Marshal(struct {
@@ -238,10 +247,12 @@ func (m *Manager) List(ctx context.Context, userID string, q ListQuery) ([]APIKe
 	return page, m.showWorkspaces(ctx, userID, page)
 }
 
-// Update applies a partial-update body to userID's standard key id.
-func (m *Manager) Update(ctx context.Context, userID, id string, body []byte) (APIKey, error) {
-	u, err := ParseUpdateRequest(body)
-	if err != nil {
+// Update applies u, checked as UpdateRequest.Check does (every problem at
+// once in *invalid.Problems, nothing changed), to userID's standard key id.
+func (m *Manager) Update(ctx context.Context, userID, id string, u UpdateRequest) (APIKey, error) {
+	var p invalid.Problems
+	u.Check(&p)
+	if err := p.Err(); err != nil {
 		return APIKey{}, err
 	}
 	if _, ok := ParseID(id); !ok {

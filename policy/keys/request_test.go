@@ -1,98 +1,127 @@
 package keys
 
 import (
-	"errors"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
 )
 
-var parseNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+var checkNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
-func TestParseCreateRequest(t *testing.T) {
-	req, err := ParseCreateRequest([]byte(`{"name":"ci","workspace_id":"prod","limit":12.5,
-		"limit_reset":"weekly","include_byok_in_limit":true,"expires_at":"2027-01-01T00:00:00Z"}`), parseNow)
-	if err != nil {
-		t.Fatal(err)
+func ptr[T any](v T) *T { return &v }
+
+// fieldsOf returns the fields p names, sorted, with their problems.
+func fieldsOf(p *invalid.Problems) map[string]string {
+	out := map[string]string{}
+	for _, f := range p.FieldProblems() {
+		out[f.Name] = f.Problem
 	}
-	if req.Name != "ci" || req.Workspace != "prod" || req.Limit == nil || *req.Limit != 12_500_000 ||
-		req.LimitReset != ResetWeekly || !req.IncludeBYOKInLimit || req.ExpiresAt == nil ||
-		!req.ExpiresAt.Equal(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) {
-		t.Fatalf("decoded %+v", req)
-	}
-	req, err = ParseCreateRequest([]byte(`{"name":"x","limit":null,"limit_reset":null,"expires_at":null,"workspace_id":null}`), parseNow)
-	if err != nil || req.Limit != nil || req.LimitReset != ResetNever || req.ExpiresAt != nil || req.Workspace != "" {
-		t.Fatalf("nulls: %+v, %v", req, err)
-	}
+	return out
 }
 
-func TestParseCreateRequestRefuses(t *testing.T) {
-	cases := map[string]string{
-		`{}`:             "name",
-		`{"name":""}`:    "name",
-		`{"name":"   "}`: "name",
-		`{"name":null}`:  "name",
-		`{"name":7}`:     "name",
-		`{"name":"` + strings.Repeat("é", 101) + `"}`:      "name",
-		`{"name":"a\u0007b"}`:                              "name",
-		`{"name":"a","nme":"b"}`:                           "nme",
-		`{"name":"a","name":"b"}`:                          "name",
-		`{"name":"a","limit":-1}`:                          "limit",
-		`{"name":"a","limit":"5"}`:                         "limit",
-		`{"name":"a","limit":0.0000001}`:                   "limit",
-		`{"name":"a","limit":1e300}`:                       "limit",
-		`{"name":"a","limit_reset":"yearly"}`:              "limit_reset",
-		`{"name":"a","limit_reset":""}`:                    "limit_reset",
-		`{"name":"a","include_byok_in_limit":1}`:           "include_byok_in_limit",
-		`{"name":"a","expires_at":"2020-01-01T00:00:00Z"}`: "expires_at",
-		`{"name":"a","expires_at":"2027-01-01"}`:           "expires_at",
-		`{"name":"a","expires_at":"2026-11-25T12:00:00Z"}`: "expires_at",
-		`{"name":"a","workspace_id":5}`:                    "workspace_id",
-		`[]`:                                               "body",
-		`{"name":"a"} {}`:                                  "body",
-		`{"name":"a"`:                                      "body",
+func sortedNames(m map[string]string) []string {
+	var names []string
+	for n := range m {
+		names = append(names, n)
 	}
-	for body, field := range cases {
-		_, err := ParseCreateRequest([]byte(body), parseNow)
-		var bad *InvalidError
-		if !errors.As(err, &bad) || !errors.Is(err, ErrInvalid) {
-			t.Errorf("%s: err = %v, want *InvalidError", body, err)
+	sort.Strings(names)
+	return names
+}
+
+func TestCreateRequestCheck(t *testing.T) {
+	valid := CreateRequest{Name: ptr("ci"), Workspace: "prod", Limit: ptr(money.Micros(12_500_000)), LimitReset: ResetWeekly,
+		IncludeBYOKInLimit: true, ExpiresAt: ptr(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))}
+	var p invalid.Problems
+	valid.Check(checkNow, &p)
+	if err := p.Err(); err != nil {
+		t.Fatalf("a valid request: %v", err)
+	}
+	cases := map[string]struct {
+		req  CreateRequest
+		want map[string]string
+	}{
+		"no name":         {CreateRequest{}, map[string]string{"name": "required"}},
+		"empty name":      {CreateRequest{Name: ptr("")}, map[string]string{"name": "must not be empty"}},
+		"blank name":      {CreateRequest{Name: ptr("   ")}, map[string]string{"name": "must not be empty"}},
+		"101 characters":  {CreateRequest{Name: ptr(strings.Repeat("é", 101))}, map[string]string{"name": "must be at most 100 characters"}},
+		"control":         {CreateRequest{Name: ptr("a\u0007b")}, map[string]string{"name": "must not contain control characters"}},
+		"negative limit":  {CreateRequest{Name: ptr("a"), Limit: ptr(money.Micros(-1))}, map[string]string{"limit": "must be 0 or more"}},
+		"unknown window":  {CreateRequest{Name: ptr("a"), LimitReset: Reset("yearly")}, map[string]string{"limit_reset": ResetRule}},
+		"expired":         {CreateRequest{Name: ptr("a"), ExpiresAt: ptr(checkNow.Add(-time.Hour))}, map[string]string{"expires_at": "must be in the future"}},
+		"expires now":     {CreateRequest{Name: ptr("a"), ExpiresAt: ptr(checkNow)}, map[string]string{"expires_at": "must be in the future"}},
+		"within the µs":   {CreateRequest{Name: ptr("a"), ExpiresAt: ptr(checkNow.Add(100 * time.Nanosecond))}, map[string]string{"expires_at": "must be in the future"}},
+		"several at once": {CreateRequest{Limit: ptr(money.Micros(-5)), ExpiresAt: ptr(checkNow)}, map[string]string{"name": "required", "limit": "", "expires_at": ""}},
+	}
+	for name, c := range cases {
+		var p invalid.Problems
+		c.req.Check(checkNow, &p)
+		got := fieldsOf(&p)
+		if !reflect.DeepEqual(sortedNames(got), sortedNames(c.want)) {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
 			continue
 		}
-		if bad.Problems[0].Field != field {
-			t.Errorf("%s: first problem names %q (%v), want %q", body, bad.Problems[0].Field, bad, field)
+		for f, w := range c.want {
+			if w != "" && got[f] != w {
+				t.Errorf("%s: %s: %q, want %q", name, f, got[f], w)
+			}
+		}
+	}
+	// CheckFields requires nothing: the fields of a document cut short.
+	var q invalid.Problems
+	CreateRequest{Limit: ptr(money.Micros(-1))}.CheckFields(checkNow, &q)
+	if got := fieldsOf(&q); !reflect.DeepEqual(sortedNames(got), []string{"limit"}) {
+		t.Errorf("CheckFields named %v, want limit alone", got)
+	}
+	// A problem found before (decoding) is the one the field keeps.
+	var r invalid.Problems
+	r.Add("name", "must be a string")
+	CreateRequest{}.Check(checkNow, &r)
+	if got := fieldsOf(&r); got["name"] != "must be a string" || len(got) != 1 {
+		t.Errorf("with a problem found before: %v", got)
+	}
+}
+
+func TestUpdateRequestCheck(t *testing.T) {
+	var p invalid.Problems
+	u := UpdateRequest{Disabled: Optional[bool]{true, true}, Limit: Optional[*money.Micros]{Set: true}, LimitReset: Optional[Reset]{Set: true}}
+	u.Check(&p)
+	if err := p.Err(); err != nil || u.Empty() {
+		t.Fatalf("clearing the limit: %v (empty %v)", err, u.Empty())
+	}
+	if !(UpdateRequest{}).Empty() {
+		t.Error("an update of nothing is not Empty")
+	}
+	p = invalid.Problems{}
+	UpdateRequest{Name: Optional[string]{true, " "}, Limit: Optional[*money.Micros]{true, ptr(money.Micros(-1))},
+		LimitReset: Optional[Reset]{true, "hourly"}}.Check(&p)
+	if got := sortedNames(fieldsOf(&p)); !reflect.DeepEqual(got, []string{"limit", "limit_reset", "name"}) {
+		t.Errorf("named %v", got)
+	}
+}
+
+func TestParseReset(t *testing.T) {
+	for s, want := range map[string]bool{"daily": true, "weekly": true, "monthly": true, "": false, "yearly": false, "Daily": false} {
+		if r, ok := ParseReset(s); ok != want || ok && string(r) != s {
+			t.Errorf("ParseReset(%q) = %q, %v", s, r, ok)
 		}
 	}
 }
 
-func TestParseUpdateRequest(t *testing.T) {
-	u, err := ParseUpdateRequest([]byte(`{"disabled":true,"limit":null,"limit_reset":null}`))
-	if err != nil {
-		t.Fatal(err)
+// The fingerprints of idempotent creations are compared with records
+// written by earlier versions: the encoding of a request must not change
+// (these are the hashes an earlier version made of the same requests).
+func TestRequestHashIsStable(t *testing.T) {
+	req := CreateRequest{Name: ptr("ci"), Workspace: "prod", Limit: ptr(money.Micros(12_500_000)), LimitReset: ResetWeekly,
+		IncludeBYOKInLimit: true, ExpiresAt: ptr(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))}
+	if got := requestHash(req, "ws-1"); got != "5a9ff5b8c58264d32ad7a82d674ddc2498cba0764975e42c0c8229d18d55cc63" {
+		t.Errorf("hash %s has changed", got)
 	}
-	if !u.Disabled.Set || !u.Disabled.Value || !u.Limit.Set || u.Limit.Value != nil ||
-		!u.LimitReset.Set || u.LimitReset.Value != ResetNever || u.Name.Set || u.IncludeBYOKInLimit.Set {
-		t.Fatalf("decoded %+v", u)
-	}
-	if u, err := ParseUpdateRequest([]byte(`{}`)); err != nil || !u.Empty() {
-		t.Fatalf("{}: %+v, %v", u, err)
-	}
-	u, err = ParseUpdateRequest([]byte(`{"limit":3}`))
-	if err != nil || *u.Limit.Value != money.Micros(3_000_000) {
-		t.Fatalf("limit: %+v, %v", u, err)
-	}
-	for body, field := range map[string]string{
-		`{"disabled":null}`:     "disabled",
-		`{"expires_at":null}`:   "expires_at",
-		`{"role":"management"}`: "role",
-		`{"name":null}`:         "name",
-	} {
-		_, err := ParseUpdateRequest([]byte(body))
-		var bad *InvalidError
-		if !errors.As(err, &bad) || bad.Problems[0].Field != field {
-			t.Errorf("%s: err = %v, want a problem of %q", body, err, field)
-		}
+	if got := requestHash(CreateRequest{Name: ptr("ci")}, "ws-1"); got != "c3cfbe6ee0c3d3cbe543e705cb9f5783eaadd1bb57fce0c015daaa5c035022f3" {
+		t.Errorf("hash %s has changed", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
 )
 
@@ -16,6 +17,36 @@ type Budget struct {
 	Limit       money.Micros
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+}
+
+// BudgetRequest sets a workspace's budget of one interval, typed: the edge
+// decodes it from the body of PUT /workspaces/{id}/budgets/{interval}.
+type BudgetRequest struct {
+	// Limit is required (nil: not given) and more than 0.
+	Limit *money.Micros
+	// IncludeBYOK, when not nil, sets whether usage served with the
+	// workspace's own provider keys counts against its budgets.
+	IncludeBYOK *bool
+}
+
+// Check returns what is wrong with r (*invalid.Problems naming limit_usd),
+// or nil.
+func (r BudgetRequest) Check() error {
+	if r.Limit == nil {
+		return invalid.One("limit_usd", "required")
+	}
+	return CheckBudgetLimit(*r.Limit)
+}
+
+// CheckBudgetLimit returns what is wrong with limit as a budget's limit
+// (*invalid.Problems naming limit_usd), or nil. A refused budget names the
+// first problem met in the client's order, so the edge applies this rule
+// as it decodes the limit, beside its own of the body's form.
+func CheckBudgetLimit(limit money.Micros) error {
+	if limit <= 0 {
+		return invalid.One("limit_usd", "must be more than 0")
+	}
+	return nil
 }
 
 // ErrOrder: budgets must strictly decrease as the interval narrows

@@ -2,15 +2,12 @@ package spend
 
 import (
 	"cmp"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/aigateway/gateway/internal/invalid"
-	"github.com/aigateway/gateway/internal/jsonobj"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
 )
@@ -36,101 +33,226 @@ type Report struct {
 	At    time.Time
 }
 
-// ErrInvalid: a batch of reports is invalid; *InvalidError names the first
-// problem by index and field.
-var ErrInvalid = errors.New("invalid usage report")
+// IDRule is what a report's id must be (also the problem of an id that is
+// not a string at all).
+const IDRule = "must be 1 to 128 printable ASCII characters"
 
-// InvalidError names what is wrong with a batch: the field path, such as
-// "reports[3].cost" (or "cost" for a single report), and the problem.
-type InvalidError struct {
-	Field, Problem string
+// A ReportForm gathers one report as the edge decodes it: the edge hands
+// over each field in the client's order, as a typed value, or the problem
+// it found with a field as sent (a value not of the field's JSON type, a
+// field the report does not have). The form judges each value as it
+// arrives and keeps the first problem met, so a report with several names
+// the one a reader going through it in order meets first; a refused batch
+// names one problem, with the index of its report.
+//
+// A ReportForm is made by the Service (ReportOne, or BatchForm.Next for a
+// report of a batch) and is valid until the function reading into it
+// returns.
+type ReportForm struct {
+	r     Report
+	now   time.Time
+	index int // in its batch; -1 for a report alone
+	have  uint8
+	// The first problem met: its field (bare) and what is wrong. A
+	// problem of the report's document (doc) replaces it.
+	field, problem string
+	failed, doc    bool
 }
 
-func (e *InvalidError) Error() string { return "invalid usage report: " + e.Field + ": " + e.Problem }
+// Fields a report must have.
+const (
+	haveID = 1 << iota
+	haveKey
+	haveCost
+)
 
-// Unwrap makes errors.Is(err, ErrInvalid) hold.
-func (e *InvalidError) Unwrap() error { return ErrInvalid }
-
-// FieldProblems names the report's field at fault.
-func (e *InvalidError) FieldProblems() []invalid.Field {
-	return []invalid.Field{{Name: e.Field, Problem: e.Problem}}
+// ID is the report's id: 1 to 128 printable ASCII characters, unique in
+// its batch and among the user's reports (a repeat is a duplicate, counted
+// once).
+func (f *ReportForm) ID(id string) {
+	f.have |= haveID
+	f.r.ID = id
+	if id == "" || len(id) > maxReportID || strings.ContainsFunc(id, notPrintable) {
+		f.fail("id", IDRule)
+	}
 }
 
-// errNotString: a field that must be a JSON string is something else.
-var errNotString = errors.New("not a JSON string")
-
-// ParseBatch decodes the body of POST /usage: {"reports": [Report…]}, 1 to
-// MaxBatch of them, strictly; all or nothing. A duplicate id within the
-// batch is refused. now bounds "at" (35 days back, not ahead).
-func ParseBatch(body []byte, now time.Time) ([]Report, error) {
-	return AppendBatch(nil, body, now)
+// Key is the hash of the key a report of a batch bills (a report alone
+// bills the key of its route).
+func (f *ReportForm) Key(hash string) {
+	f.have |= haveKey
+	f.r.KeyID = hash
+	if _, ok := keys.ParseID(hash); !ok {
+		f.fail("key", "must be a key hash (16 hexadecimal characters)")
+	}
 }
 
-// AppendBatch is ParseBatch appending the reports to dst[:0], so that a
-// caller can reuse one slice for batch after batch (a batch of 1,000 is
-// 70 KiB, a quarter of what an ingest allocates).
-func AppendBatch(dst []Report, body []byte, now time.Time) ([]Report, error) {
-	var raw json.RawMessage
-	var bad *InvalidError
-	err := jsonobj.Walk(body, func(key string, v json.RawMessage) {
-		if key != "reports" {
-			if bad == nil {
-				bad = &InvalidError{key, "unknown field"}
-			}
-			return
-		}
-		raw = v
-	})
-	if err := documentError(err); err != nil {
-		return nil, err
+// Cost is what the request cost: 0 to MaxCost.
+func (f *ReportForm) Cost(c money.Micros) {
+	f.have |= haveCost
+	f.r.Cost = c
+	switch {
+	case c < 0:
+		f.fail("cost", "must be 0 or more")
+	case c > MaxCost:
+		f.fail("cost", "must be at most 1000000")
 	}
-	if bad != nil {
-		return nil, bad
+}
+
+// BYOK says the request was served with a provider key of the workspace's
+// own.
+func (f *ReportForm) BYOK(byok bool) { f.r.BYOK = byok }
+
+// At is when the request was served: at most a minute ahead of now (the
+// components' clocks) and at most MaxReportAge old. A report without it was
+// served now.
+func (f *ReportForm) At(t time.Time) {
+	switch {
+	case t.After(f.now.Add(maxClockAhead)):
+		f.fail("at", "must not be in the future")
+	case t.Before(f.now.Add(-MaxReportAge)):
+		f.fail("at", "must be at most 35 days old")
 	}
-	if raw == nil {
-		return nil, &InvalidError{"reports", "required"}
+	f.r.At = t.UTC()
+}
+
+// Refuse records a problem the edge found with field as the client sent
+// it; the first problem met is the one named.
+func (f *ReportForm) Refuse(field, problem string) { f.fail(field, problem) }
+
+// Malformed refuses the report for a problem of its document: field is a
+// key given twice, or "" for the report itself (not a JSON object, not
+// JSON). It is named whatever else was met, since what was read of the
+// document cannot be trusted.
+func (f *ReportForm) Malformed(field, problem string) {
+	if field == "" {
+		field = "body"
 	}
-	// Sized for the most reports raw can hold: none is shorter than
-	// {"id":"x","key":"0123456789abcdef","cost":0}.
-	const shortestReport = 44
-	out := slices.Grow(dst[:0], min(MaxBatch, len(raw)/shortestReport+1))
-	var fault error
-	err = jsonobj.Elements(raw, func(i int, item json.RawMessage) bool {
-		if i == MaxBatch {
-			fault = batchSizeError()
-			return false
+	f.field, f.problem, f.failed, f.doc = field, problem, true, true
+}
+
+func (f *ReportForm) fail(field, problem string) {
+	if !f.failed {
+		f.field, f.problem, f.failed = field, problem, true
+	}
+}
+
+// report is the report read, or the problem that refuses it.
+func (f *ReportForm) report() (Report, error) {
+	if f.failed {
+		field := f.field
+		if f.doc && field == "body" && f.index >= 0 {
+			field = "" // the report itself: reports[3]
 		}
-		var prevKey string // a batch names few keys: consecutive reports share one string
-		if len(out) > 0 {
-			prevKey = out[len(out)-1].KeyID
+		return f.r, invalid.One(reportField(f.index, field), f.problem)
+	}
+	for _, req := range []struct {
+		have  uint8
+		field string
+	}{{haveID, "id"}, {haveKey, "key"}, {haveCost, "cost"}} {
+		if f.have&req.have == 0 && (req.have != haveKey || f.index >= 0) {
+			return f.r, invalid.One(reportField(f.index, req.field), "required")
 		}
-		r, err := parseReport(item, now, true, i, prevKey)
-		if err != nil {
-			fault = err
-			return false
-		}
-		out = append(out, r)
-		return true
-	})
+	}
+	if f.r.At.IsZero() {
+		f.r.At = f.now.UTC()
+	}
+	return f.r, nil
+}
+
+// reportField names a field of the report at index i of a batch, or of
+// the one report (i < 0); "" names the report itself.
+func reportField(i int, field string) string {
+	if i < 0 {
+		return field
+	}
+	if field == "" {
+		return fmt.Sprintf("reports[%d]", i)
+	}
+	return fmt.Sprintf("reports[%d].%s", i, field)
+}
+
+func notPrintable(r rune) bool { return r < 0x21 || r > 0x7e }
+
+// A BatchForm gathers a batch of reports (the body of POST /usage) as the
+// edge decodes it, report by report in the client's order: 1 to MaxBatch
+// of them, each as a ReportForm judges it, ids unique within the batch;
+// all or nothing. The first problem met is the one named, except that a
+// repeated id before the report at fault is named first, as a reader going
+// through the batch in order would meet it.
+//
+// A BatchForm is made by ReportBatch and is valid until the function
+// reading into it returns. It keeps no reference to what the edge decoded
+// from (the strings it is handed are its own).
+type BatchForm struct {
+	now     time.Time
+	reports []Report
+	form    ReportForm
+	open    bool  // form holds a report being read
+	fault   error // the report at fault, or a batch too large
+	refused error // a problem of the batch's document
+}
+
+// Next finishes the report read before and returns the form of the next
+// one, or nil once a report was refused or the batch holds MaxBatch
+// reports: the edge reads no further then.
+func (b *BatchForm) Next() *ReportForm {
+	if b.close(); b.fault != nil || b.refused != nil {
+		return nil
+	}
+	if len(b.reports) == MaxBatch {
+		b.fault = batchSizeError()
+		return nil
+	}
+	b.form = ReportForm{now: b.now, index: len(b.reports)}
+	b.open = true
+	return &b.form
+}
+
+// Refuse refuses the batch for a problem of its document or of the object
+// around the reports (not one JSON object, a key given twice, an unknown
+// field, no reports, reports not an array): named as given, before any
+// report's.
+func (b *BatchForm) Refuse(field, problem string) {
+	if b.refused == nil {
+		b.refused = invalid.One(field, problem)
+	}
+}
+
+// close finishes the report being read, if any.
+func (b *BatchForm) close() {
+	if !b.open {
+		return
+	}
+	b.open = false
+	r, err := b.form.report()
 	if err != nil {
-		return nil, &InvalidError{"reports", "must be an array"}
+		b.fault = err
+		return
 	}
-	if len(out) == 0 && fault == nil {
-		fault = batchSizeError()
+	b.reports = append(b.reports, r)
+}
+
+// batch is the batch read, or the problem that refuses it.
+func (b *BatchForm) batch() ([]Report, error) {
+	if b.refused != nil {
+		return nil, b.refused
 	}
-	// A repeated id before the report at fault is named first, as a
-	// reader going through the batch in order would meet it.
-	if i, j, ok := firstRepeat(out); ok {
-		return nil, &InvalidError{reportField(i, "id"), fmt.Sprintf("repeats the id of reports[%d]", j)}
+	b.close()
+	if len(b.reports) == 0 && b.fault == nil {
+		b.fault = batchSizeError()
 	}
-	if fault != nil {
-		return nil, fault
+	if i, j, ok := firstRepeat(b.reports); ok {
+		return nil, invalid.One(reportField(i, "id"), fmt.Sprintf("repeats the id of reports[%d]", j))
 	}
-	return out, nil
+	if b.fault != nil {
+		return nil, b.fault
+	}
+	return b.reports, nil
 }
 
 func batchSizeError() error {
-	return &InvalidError{"reports", fmt.Sprintf("must hold 1 to %d reports", MaxBatch)}
+	return invalid.One("reports", fmt.Sprintf("must hold 1 to %d reports", MaxBatch))
 }
 
 // firstRepeat finds the first report of rs, in order, whose id an earlier
@@ -154,158 +276,4 @@ func firstRepeat(rs []Report) (i, j int, ok bool) {
 		}
 	}
 	return i, j, ok
-}
-
-// ParseOne decodes the body of POST /keys/{hash}/usage: one report of that
-// key, without its "key" field.
-func ParseOne(body []byte, keyID string, now time.Time) (Report, error) {
-	r, err := parseReport(body, now, false, -1, "")
-	r.KeyID = keyID
-	return r, err
-}
-
-// reportField names a field of the report at index i of a batch, or of
-// the one report (i < 0); "" names the report itself.
-func reportField(i int, field string) string {
-	if i < 0 {
-		return field
-	}
-	if field == "" {
-		return fmt.Sprintf("reports[%d]", i)
-	}
-	return fmt.Sprintf("reports[%d].%s", i, field)
-}
-
-// parseReport reads one report: of a batch at index i, or alone (i < 0).
-// prevKey is the key of the report before it in the batch, if any: the same
-// key again takes that string instead of a new one.
-func parseReport(body []byte, now time.Time, withKey bool, i int, prevKey string) (Report, error) {
-	var (
-		r            Report
-		bad          *InvalidError
-		id, key, cst bool
-	)
-	fail := func(field, problem string) {
-		if bad == nil {
-			bad = &InvalidError{reportField(i, field), problem}
-		}
-	}
-	field := func(name string, v json.RawMessage) {
-		switch {
-		case name == "id":
-			id = true
-			var ok bool
-			if r.ID, ok = jsonobj.String(v); !ok || r.ID == "" || len(r.ID) > maxReportID || strings.ContainsFunc(r.ID, notPrintable) {
-				fail("id", "must be 1 to 128 printable ASCII characters")
-			}
-		case name == "key" && withKey:
-			key = true
-			if prevKey != "" && len(v) == len(prevKey)+2 && v[0] == '"' && string(v[1:len(v)-1]) == prevKey {
-				r.KeyID = prevKey // checked with the report before
-				return
-			}
-			s, ok := jsonobj.String(v)
-			if !ok {
-				fail("key", "must be a key hash")
-			} else if _, ok := keys.ParseID(s); !ok {
-				fail("key", "must be a key hash (16 hexadecimal characters)")
-			}
-			r.KeyID = s
-		case name == "cost":
-			cst = true
-			n, ok := jsonobj.Number(v)
-			if !ok {
-				fail("cost", "must be a number")
-				return
-			}
-			m, err := money.Parse(n)
-			switch {
-			case errors.Is(err, money.ErrPrecision):
-				fail("cost", "must have at most 6 decimals")
-			case err != nil:
-				fail("cost", "must be a number in range")
-			case m < 0:
-				fail("cost", "must be 0 or more")
-			case m > MaxCost:
-				fail("cost", "must be at most 1000000")
-			}
-			r.Cost = m
-		case name == "byok":
-			var ok bool
-			if r.BYOK, ok = jsonobj.Bool(v); !ok {
-				fail("byok", "must be true or false")
-			}
-		case name == "at":
-			if jsonobj.IsNull(v) {
-				return
-			}
-			t, err := time.Time{}, errNotString
-			if s, ok := jsonobj.String(v); ok {
-				t, err = time.Parse(time.RFC3339Nano, s)
-			}
-			switch {
-			case err != nil:
-				fail("at", "must be an ISO 8601 UTC time")
-			case t.After(now.Add(maxClockAhead)):
-				fail("at", "must not be in the future")
-			case t.Before(now.Add(-MaxReportAge)):
-				fail("at", "must be at most 35 days old")
-			}
-			r.At = t.UTC()
-		default:
-			fail(name, "unknown field")
-		}
-	}
-	// A report of a batch is an element of a document already checked
-	// whole; one report alone is the document. (Called directly, not
-	// through a function value, so that field stays on the stack.)
-	var err error
-	if i >= 0 {
-		err = jsonobj.Members(body, field)
-	} else {
-		err = jsonobj.Walk(body, field)
-	}
-	if err := documentError(err); err != nil {
-		ie := err.(*InvalidError)
-		if i >= 0 { // name the report: reports[3] (its body), reports[3].id (a key in it)
-			if ie.Field == "body" {
-				ie.Field = reportField(i, "")
-			} else {
-				ie.Field = reportField(i, ie.Field)
-			}
-		}
-		return r, ie
-	}
-	if bad != nil {
-		return r, bad
-	}
-	for _, req := range []struct {
-		set   bool
-		field string
-	}{{id, "id"}, {key || !withKey, "key"}, {cst, "cost"}} {
-		if !req.set {
-			return r, &InvalidError{reportField(i, req.field), "required"}
-		}
-	}
-	if r.At.IsZero() {
-		r.At = now.UTC()
-	}
-	return r, nil
-}
-
-func notPrintable(r rune) bool { return r < 0x21 || r > 0x7e }
-
-// documentError turns a problem of the JSON document into an
-// *InvalidError of its own field ("body", or the duplicated key); nil stays
-// nil.
-func documentError(err error) error {
-	var dup *jsonobj.DuplicateError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &dup):
-		return &InvalidError{dup.Key, "duplicate key"}
-	default:
-		return &InvalidError{"body", err.Error()}
-	}
 }

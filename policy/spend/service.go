@@ -2,14 +2,13 @@ package spend
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/aigateway/gateway/internal/jsonobj"
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
 )
@@ -74,7 +73,7 @@ type Service struct {
 type Runner func(ctx context.Context, work func()) error
 
 // NewService returns the Service; newID makes budget ids. Recording
-// reports (parsing a batch, storing it) runs through record: the gateway
+// reports (reading a batch, storing it) runs through record: the gateway
 // gives it threads of lowered priority (internal/lowprio), so a batch of
 // 1,000, milliseconds of CPU, does not delay the requests sharing the
 // process. A nil record runs it on the caller's goroutine.
@@ -90,58 +89,69 @@ type Result struct {
 	Accepted, Duplicates int
 }
 
-// ReportBatch records a body of POST /usage for the service key caller. It
-// keeps no reference to body, which the caller may reuse once it returns.
-func (s *Service) ReportBatch(ctx context.Context, caller *keys.APIKey, body []byte) (res Result, err error) {
+// ReportBatch records a batch of reports (POST /usage) for the service key
+// caller. read is the edge decoding the batch into the form it is given
+// (see BatchForm); it runs inside the Runner, as storing the batch does,
+// since decoding a batch of 1,000 is most of its cost. A refused batch is
+// *invalid.Problems naming the first problem met; a report of a key that is
+// not the caller's user's refuses it too.
+func (s *Service) ReportBatch(ctx context.Context, caller *keys.APIKey, read func(*BatchForm)) (res Result, err error) {
 	if caller.Role != keys.RoleService {
 		return Result{}, ErrNotServiceKey
 	}
-	if runErr := s.record(ctx, func() { res, err = s.reportBatch(ctx, caller.UserID, body) }); runErr != nil {
+	if runErr := s.record(ctx, func() { res, err = s.reportBatch(ctx, caller.UserID, read) }); runErr != nil {
 		return Result{}, runErr
 	}
 	return res, err
 }
 
-func (s *Service) reportBatch(ctx context.Context, userID string, body []byte) (Result, error) {
-	buf := reportBuffers.Get().(*[]Report)
+func (s *Service) reportBatch(ctx context.Context, userID string, read func(*BatchForm)) (Result, error) {
+	b := batchForms.Get().(*BatchForm)
 	defer func() {
-		clear((*buf)[:cap(*buf)]) // keeps no report's strings alive in the pool
-		reportBuffers.Put(buf)
+		clear(b.reports[:cap(b.reports)]) // keeps no report's strings alive in the pool
+		*b = BatchForm{reports: b.reports[:0]}
+		batchForms.Put(b)
 	}()
-	reports, err := AppendBatch(*buf, body, s.now())
-	if cap(reports) > cap(*buf) {
-		*buf = reports
-	}
+	b.now = s.now()
+	read(b)
+	reports, err := b.batch()
 	if err != nil {
 		return Result{}, err
 	}
 	return s.recordReports(ctx, userID, reports, "reports[%d].key")
 }
 
-// reportBuffers recycles the reports of a batch, which nothing keeps once
-// it is recorded: a batch of 1,000 is 70 KiB the collector need not chase
-// on a replica ingesting 20 of them a second.
-var reportBuffers = sync.Pool{New: func() any { return new([]Report) }}
+// batchForms recycle the reports of a batch, which nothing keeps once it
+// is recorded: a batch of 1,000 is 70 KiB the collector need not chase on
+// a replica ingesting 20 of them a second.
+var batchForms = sync.Pool{New: func() any { return new(BatchForm) }}
 
-// ReportOne records a body of POST /keys/{hash}/usage.
-func (s *Service) ReportOne(ctx context.Context, caller *keys.APIKey, keyID string, body []byte) (res Result, err error) {
+// ReportOne records one report of the key keyID (POST /keys/{hash}/usage)
+// for the service key caller. read is the edge decoding the report into
+// the form it is given, inside the Runner as for ReportBatch. A refused
+// report is *invalid.Problems naming the first problem met; a key that is
+// not the caller's user's is keys.ErrKeyNotFound.
+func (s *Service) ReportOne(ctx context.Context, caller *keys.APIKey, keyID string, read func(*ReportForm)) (res Result, err error) {
 	if caller.Role != keys.RoleService {
 		return Result{}, ErrNotServiceKey
 	}
 	if _, ok := keys.ParseID(keyID); !ok {
 		return Result{}, keys.ErrKeyNotFound
 	}
-	if runErr := s.record(ctx, func() { res, err = s.reportOne(ctx, caller.UserID, keyID, body) }); runErr != nil {
+	if runErr := s.record(ctx, func() { res, err = s.reportOne(ctx, caller.UserID, keyID, read) }); runErr != nil {
 		return Result{}, runErr
 	}
 	return res, err
 }
 
-func (s *Service) reportOne(ctx context.Context, userID, keyID string, body []byte) (Result, error) {
-	r, err := ParseOne(body, keyID, s.now())
+func (s *Service) reportOne(ctx context.Context, userID, keyID string, read func(*ReportForm)) (Result, error) {
+	f := ReportForm{now: s.now(), index: -1}
+	read(&f)
+	r, err := f.report()
 	if err != nil {
 		return Result{}, err
 	}
+	r.KeyID = keyID
 	return s.recordReports(ctx, userID, []Report{r}, "")
 }
 
@@ -170,7 +180,7 @@ func (s *Service) recordReports(ctx context.Context, userID string, reports []Re
 			if keyField == "" {
 				return Result{}, keys.ErrKeyNotFound
 			}
-			return Result{}, &InvalidError{fmt.Sprintf(keyField, i), "no such key of this user"}
+			return Result{}, invalid.One(fmt.Sprintf(keyField, i), "no such key of this user")
 		}
 	}
 	n, err := s.store.RecordUsage(ctx, Batch{UserID: userID, Reports: reports, Workspaces: known})
@@ -222,13 +232,16 @@ func (s *Service) Budget(ctx context.Context, workspaceID string, iv Interval) (
 	return Budget{}, false, ErrNoBudget
 }
 
-// PutBudget decodes {"limit_usd", "include_byok_in_budgets"} and sets
-// workspaceID's budget of iv.
-func (s *Service) PutBudget(ctx context.Context, workspaceID string, iv Interval, body []byte) (b Budget, created, includeBYOK bool, err error) {
-	limit, byok, err := parseBudget(body)
-	if err != nil {
+// PutBudget sets workspaceID's budget of iv as req, checked as
+// BudgetRequest.Check does (*invalid.Problems, nothing changed), and, when
+// req says, its include_byok_in_budgets. A limit that breaks the order of
+// the workspace's budgets is *OrderError. created reports a new budget;
+// includeBYOK is the workspace's setting afterwards.
+func (s *Service) PutBudget(ctx context.Context, workspaceID string, iv Interval, req BudgetRequest) (b Budget, created, includeBYOK bool, err error) {
+	if err := req.Check(); err != nil {
 		return Budget{}, false, false, err
 	}
+	limit, byok := *req.Limit, req.IncludeBYOK
 	now := s.now().UTC().Truncate(time.Microsecond)
 	b = Budget{ID: s.newID(), WorkspaceID: workspaceID, Interval: iv, Limit: limit, CreatedAt: now, UpdatedAt: now}
 	stored, created, err := s.store.PutBudget(ctx, b, byok, func(set map[Interval]money.Micros) error {
@@ -244,59 +257,6 @@ func (s *Service) PutBudget(ctx context.Context, workspaceID string, iv Interval
 // DeleteBudget removes workspaceID's budget of iv.
 func (s *Service) DeleteBudget(ctx context.Context, workspaceID string, iv Interval) error {
 	return s.store.DeleteBudget(ctx, workspaceID, iv)
-}
-
-func parseBudget(body []byte) (money.Micros, *bool, error) {
-	var (
-		limit   money.Micros
-		haveLim bool
-		byok    *bool
-		bad     *InvalidError
-	)
-	fail := func(f, p string) {
-		if bad == nil {
-			bad = &InvalidError{f, p}
-		}
-	}
-	err := jsonobj.Walk(body, func(key string, v json.RawMessage) {
-		switch key {
-		case "limit_usd":
-			haveLim = true
-			var n json.Number
-			if v[0] == '"' || json.Unmarshal(v, &n) != nil {
-				fail(key, "must be a number")
-				return
-			}
-			m, err := money.Parse(n.String())
-			switch {
-			case errors.Is(err, money.ErrPrecision):
-				fail(key, "must have at most 6 decimals")
-			case err != nil:
-				fail(key, "must be a number in range")
-			case m <= 0:
-				fail(key, "must be more than 0")
-			}
-			limit = m
-		case "include_byok_in_budgets":
-			var b bool
-			if jsonobj.IsNull(v) || json.Unmarshal(v, &b) != nil {
-				fail(key, "must be true or false")
-			}
-			byok = &b
-		default:
-			fail(key, "unknown field")
-		}
-	})
-	if err := documentError(err); err != nil {
-		return 0, nil, err
-	}
-	if bad != nil {
-		return 0, nil, bad
-	}
-	if !haveLim {
-		return 0, nil, &InvalidError{"limit_usd", "required"}
-	}
-	return limit, byok, nil
 }
 
 // Enforcer holds this replica's view of what is spent and keeps it fresh:
