@@ -127,9 +127,9 @@ func (a *API) listProviderKeys(w http.ResponseWriter, r *http.Request, caller *k
 // parseProviderKeyQuery reads workspace_id, offset and limit.
 func parseProviderKeyQuery(query url.Values) (keys.ProviderKeyQuery, error) {
 	q := keys.ProviderKeyQuery{Limit: defaultProviderKeyPage}
-	err := readQuery(query, map[string]func(string) error{
-		"offset":       intParam("offset", &q.Offset, 0, 1_000_000),
-		"limit":        intParam("limit", &q.Limit, 1, maxProviderKeyPage),
+	err := readQuery(query, refuseUnknown, map[string]paramReader{
+		"offset":       intParam(&q.Offset, 0, 1_000_000),
+		"limit":        intParam(&q.Limit, 1, maxProviderKeyPage),
 		"workspace_id": workspaceParam(&q.WorkspaceID),
 	})
 	return q, err

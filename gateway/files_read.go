@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/go-chi/chi/v5"
 )
@@ -40,13 +41,25 @@ const (
 )
 
 // target reads the query parameters every file route takes, from the
-// request's query q.
+// request's query q (the first value of each: these routes are not lists).
 func target(q url.Values, caller *keys.APIKey) (files.Target, error) {
-	provider := q.Get("provider")
-	if provider != "" && !files.IsProvider(provider) {
-		return files.Target{}, badRequest(map[string]any{"provider": "must be openai or anthropic"})
+	t := files.Target{Key: caller, WorkspaceID: q.Get("workspace_id")}
+	if problem := providerParam(&t.Provider)(q.Get("provider")); problem != "" {
+		return files.Target{}, badRequest(map[string]any{"provider": problem})
 	}
-	return files.Target{Key: caller, WorkspaceID: q.Get("workspace_id"), Provider: provider}, nil
+	return t, nil
+}
+
+// providerParam reads the provider a file route acts on: openai,
+// anthropic, or "" for the gateway's own storage.
+func providerParam(dst *string) paramReader {
+	return func(v string) string {
+		if v != "" && !files.IsProvider(v) {
+			return "must be openai or anthropic"
+		}
+		*dst = v
+		return ""
+	}
 }
 
 func fileParams(r *http.Request, caller *keys.APIKey) (files.FileParams, error) {
@@ -63,47 +76,9 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, caller *keys.API
 	if a.reader == nil {
 		return errUnavailable
 	}
-	q := r.URL.Query()
-	t, err := target(q, caller)
+	p, byPage, err := fileListParams(r.URL.Query(), caller)
 	if err != nil {
 		return err
-	}
-	// One parser's rules for every list: a parameter given twice is
-	// refused by name, never silently read once.
-	for name, vs := range q {
-		if len(vs) > 1 {
-			return badRequest(map[string]any{name: "must be given once"})
-		}
-	}
-	cursor := q.Get("cursor")
-	byPage := q.Get("page") != ""
-	if byPage {
-		// The Anthropic SDKs' name for the cursor: they send back the
-		// next_page of the previous answer.
-		if cursor != "" {
-			return badRequest(map[string]any{"page": "use either cursor or page"})
-		}
-		cursor = q.Get("page")
-	}
-	p := files.ListParams{Target: t, Cursor: cursor, After: q.Get("after"), AfterID: q.Get("after_id"), BeforeID: q.Get("before_id")}
-	if v := q.Get("limit"); v != "" {
-		n, ok := queryInt(v, 1, files.MaxListLimit)
-		if !ok {
-			return badRequest(map[string]any{"limit": files.LimitRule})
-		}
-		p.Limit = n
-	}
-	if v := q.Get("order"); v != "" {
-		o, ok := files.ParseOrder(v)
-		if !ok {
-			return badRequest(map[string]any{"order": "must be asc or desc"})
-		}
-		p.Order = o
-	}
-	if v := q.Get("purpose"); v != "" {
-		if p.Purpose, err = files.ParsePurpose(v); err != nil {
-			return err
-		}
 	}
 	page, err := a.reader.List(r.Context(), p)
 	var pe *files.ParamError
@@ -123,6 +98,62 @@ func (a *API) listFiles(w http.ResponseWriter, r *http.Request, caller *keys.API
 		listBuffers.Put(buf)
 	}
 	return nil
+}
+
+// fileListParams reads the query of GET /files with the one query reader.
+// It takes the paging parameters of the three dialects the route speaks:
+// cursor (the service's), after, order, limit and purpose (what the OpenAI
+// SDKs' files.list sends), after_id, before_id and page (the Anthropic
+// SDKs': page is their name for the cursor, the next_page of the previous
+// answer). Other parameters are ignored, as they always were here: the
+// resources' spec names none to refuse, and a client of a provider's API
+// pointed at the gateway may add its own (the OpenAI SDKs' extra_query, the
+// api-version an Azure OpenAI client puts on every request). byPage
+// reports a cursor sent as page.
+func fileListParams(q url.Values, caller *keys.APIKey) (p files.ListParams, byPage bool, err error) {
+	var page string
+	nonEmpty := func(read paramReader) paramReader { // an empty value is the default
+		return func(v string) string {
+			if v == "" {
+				return ""
+			}
+			return read(v)
+		}
+	}
+	problems := queryProblems(q, ignoreUnknown, map[string]paramReader{
+		"provider":     providerParam(&p.Provider),
+		"workspace_id": stringParam(&p.WorkspaceID),
+		"cursor":       stringParam(&p.Cursor),
+		"page":         stringParam(&page),
+		"after":        stringParam(&p.After),
+		"after_id":     stringParam(&p.AfterID),
+		"before_id":    stringParam(&p.BeforeID),
+		"limit":        nonEmpty(intParamSaying(&p.Limit, 1, files.MaxListLimit, files.LimitRule)),
+		"order": nonEmpty(func(v string) string {
+			o, ok := files.ParseOrder(v)
+			if !ok {
+				return "must be asc or desc"
+			}
+			p.Order = o
+			return ""
+		}),
+		"purpose": nonEmpty(func(v string) string {
+			purpose, err := files.ParsePurpose(v)
+			if fields := invalid.Fields(err); len(fields) > 0 {
+				return fields[0].Problem
+			}
+			p.Purpose = purpose
+			return ""
+		}),
+	})
+	if byPage = page != ""; byPage {
+		if p.Cursor != "" {
+			problems.Add("page", "use either cursor or page")
+		}
+		p.Cursor = page
+	}
+	p.Key = caller
+	return p, byPage, problems.Err()
 }
 
 // getFile answers GET /api/v1/files/{id}.

@@ -157,9 +157,9 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request, caller *keys.APIK
 // parseKeyQuery reads offset, include_disabled and workspace_id.
 func parseKeyQuery(query url.Values) (keys.ListQuery, error) {
 	var q keys.ListQuery
-	err := readQuery(query, map[string]func(string) error{
-		"offset":           intParam("offset", &q.Offset, 0, 1_000_000),
-		"include_disabled": boolParam("include_disabled", &q.IncludeDisabled),
+	err := readQuery(query, refuseUnknown, map[string]paramReader{
+		"offset":           intParam(&q.Offset, 0, 1_000_000),
+		"include_disabled": boolParam(&q.IncludeDisabled),
 		"workspace_id":     workspaceParam(&q.WorkspaceID),
 	})
 	return q, err

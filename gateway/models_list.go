@@ -98,54 +98,40 @@ func (a *API) countModels(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// parseModelQuery reads the list's query strictly: each parameter once,
-// known names only (category is accepted and ignored, as the public
-// service's SDK sends it), values checked. isDefault reports a query that
-// asks for exactly the unfiltered list.
+// parseModelQuery reads the list's query strictly, with the one query
+// reader (known names only: category is accepted and ignored, as the
+// public service's SDK sends it). isDefault reports a query that asks for
+// exactly the unfiltered list.
 func parseModelQuery(c *catalog.Catalog, query url.Values) (q catalog.Query, isDefault bool, err error) {
 	q.OutputModalities = catalog.TextOnly
 	isDefault = true
-	for name, vs := range query {
-		if len(vs) != 1 {
-			return q, false, badRequest(map[string]any{name: "must be given once"})
-		}
-		v := vs[0]
-		switch name {
-		case "offset", "limit":
-			lo, hi := 0, maxModelOffset
-			if name == "limit" {
-				lo, hi = 1, maxModelPage
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < lo || n > hi || v != strconv.Itoa(n) {
-				return q, false, badRequest(map[string]any{name: "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)})
-			}
-			if name == "offset" {
-				q.Offset = n
-				isDefault = isDefault && n == 0
-			} else {
-				q.Limit = n
-			}
-		case "output_modalities":
-			if q.OutputModalities, err = catalog.ParseOutputModalities(v); err != nil {
-				return q, false, queryError(err)
-			}
+	offset := canonicalIntParam(&q.Offset, 0, maxModelOffset)
+	err = readQuery(query, refuseUnknown, map[string]paramReader{
+		"offset": func(v string) string {
+			problem := offset(v)
+			isDefault = isDefault && problem == "" && q.Offset == 0
+			return problem
+		},
+		"limit": canonicalIntParam(&q.Limit, 1, maxModelPage),
+		"output_modalities": func(v string) (problem string) {
+			q.OutputModalities, problem = catalogParam(catalog.ParseOutputModalities(v))
 			isDefault = isDefault && v == "text"
-		case "supported_parameters":
-			if q.Parameters, err = c.ParseParameters(v); err != nil {
-				return q, false, queryError(err)
-			}
+			return problem
+		},
+		"supported_parameters": func(v string) (problem string) {
+			q.Parameters, problem = catalogParam(c.ParseParameters(v))
 			isDefault = false
-		case "sort":
-			if q.Sort, err = catalog.ParseSort(v); err != nil {
-				return q, false, queryError(err)
-			}
+			return problem
+		},
+		"sort": func(v string) (problem string) {
+			q.Sort, problem = catalogParam(catalog.ParseSort(v))
 			isDefault = false
-		case "category":
-			// Accepted and ignored: the catalog has no categories.
-		default:
-			return q, false, badRequest(map[string]any{name: "unknown parameter"})
-		}
+			return problem
+		},
+		"category": func(string) string { return "" }, // the catalog has no categories
+	})
+	if err != nil {
+		return q, false, err
 	}
 	if isDefault && q.Limit > 0 && q.Limit < c.Count(catalog.Query{OutputModalities: catalog.TextOnly}) {
 		isDefault = false // a page of the default list
@@ -153,13 +139,31 @@ func parseModelQuery(c *catalog.Catalog, query url.Values) (q catalog.Query, isD
 	return q, isDefault, nil
 }
 
-// queryError is the 400 of a catalog.QueryError, naming its parameter.
-func queryError(err error) error {
+// canonicalIntParam reads an integer from lo to hi written as Go writes
+// it: the list of models has always refused "05" and "-0", which the other
+// lists' integers (queryInt) take.
+func canonicalIntParam(dst *int, lo, hi int) paramReader {
+	return func(v string) string {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi || v != strconv.Itoa(n) {
+			return "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)
+		}
+		*dst = n
+		return ""
+	}
+}
+
+// catalogParam is a parsed parameter's value and the problem of its
+// catalog.QueryError, if any.
+func catalogParam[T any](v T, err error) (T, string) {
 	var qe *catalog.QueryError
 	if errors.As(err, &qe) {
-		return badRequest(map[string]any{qe.Param: qe.Problem})
+		return v, qe.Problem
 	}
-	return err
+	if err != nil {
+		return v, err.Error()
+	}
+	return v, ""
 }
 
 // retrieveModel answers GET /api/v1/models/{id}, where id is the whole

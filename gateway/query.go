@@ -2,59 +2,115 @@ package gateway
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
+
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
-// readQuery reads a list's query the one strict way: each parameter at most
-// once, each one the route knows, each read by its reader; anything else is
-// a 400 naming the parameter.
-func readQuery(query url.Values, readers map[string]func(string) error) error {
-	for name, vs := range query {
-		if len(vs) != 1 {
-			return badRequest(map[string]any{name: "must be given once"})
+// The one query reader of the lists.
+
+// paramReader reads the one value of a query parameter into the route's
+// query, or says what is wrong with it ("" when nothing is).
+type paramReader func(value string) (problem string)
+
+// unknownParams says what a list does with a parameter it has no reader
+// for.
+type unknownParams bool
+
+const (
+	// refuseUnknown: a 400 naming the parameter, so that a misspelt filter
+	// is not taken for no filter.
+	refuseUnknown unknownParams = false
+	// ignoreUnknown: the parameter is not looked at, not even for being
+	// given twice. The lists of files and workspaces have always ignored
+	// what they do not read, and the resources' spec names nothing they
+	// must refuse; the list of files answers the SDKs of three APIs, whose
+	// clients may add parameters of their own (see fileListParams).
+	ignoreUnknown unknownParams = true
+)
+
+// readQuery reads a list's query the one way every list shares: each
+// parameter the route reads is given at most once (a parameter given
+// twice is refused by name, never silently read once) and read by its
+// reader; a parameter without a reader is refused or ignored as unknown
+// says. Every problem is named at once, in *invalid.Problems.
+func readQuery(query url.Values, unknown unknownParams, readers map[string]paramReader) error {
+	p := queryProblems(query, unknown, readers)
+	return p.Err()
+}
+
+// queryProblems is readQuery for a route that adds problems of its own,
+// of parameters read together.
+func queryProblems(query url.Values, unknown unknownParams, readers map[string]paramReader) (p invalid.Problems) {
+	names := make([]string, 0, len(query))
+	for name := range query {
+		names = append(names, name)
+	}
+	slices.Sort(names) // the same query, the same answer
+	for _, name := range names {
+		read, known := readers[name]
+		if !known && unknown == ignoreUnknown {
+			continue
 		}
-		read, ok := readers[name]
-		if !ok {
-			return badRequest(map[string]any{name: "unknown parameter"})
-		}
-		if err := read(vs[0]); err != nil {
-			return err
+		switch vs := query[name]; {
+		case len(vs) != 1:
+			p.Add(name, "must be given once")
+		case !known:
+			p.Add(name, "unknown parameter")
+		default:
+			if problem := read(vs[0]); problem != "" {
+				p.Add(name, problem)
+			}
 		}
 	}
-	return nil
+	return p
 }
 
 // intParam reads an integer from lo to hi into dst.
-func intParam(name string, dst *int, lo, hi int) func(string) error {
-	return func(v string) error {
+func intParam(dst *int, lo, hi int) paramReader {
+	return intParamSaying(dst, lo, hi, "must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
+}
+
+// intParamSaying is intParam with a problem of its own.
+func intParamSaying(dst *int, lo, hi int, problem string) paramReader {
+	return func(v string) string {
 		n, ok := queryInt(v, lo, hi)
 		if !ok {
-			return badRequest(map[string]any{name: "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)})
+			return problem
 		}
 		*dst = n
-		return nil
+		return ""
 	}
 }
 
 // boolParam reads "true" or "false" into dst.
-func boolParam(name string, dst *bool) func(string) error {
-	return func(v string) error {
+func boolParam(dst *bool) paramReader {
+	return func(v string) string {
 		if v != "true" && v != "false" {
-			return badRequest(map[string]any{name: "must be true or false"})
+			return "must be true or false"
 		}
 		*dst = v == "true"
-		return nil
+		return ""
 	}
 }
 
 // workspaceParam reads a workspace id or slug into dst.
-func workspaceParam(dst *string) func(string) error {
-	return func(v string) error {
+func workspaceParam(dst *string) paramReader {
+	return func(v string) string {
 		if v == "" || len(v) > 64 {
-			return badRequest(map[string]any{"workspace_id": "must be a workspace id or slug"})
+			return "must be a workspace id or slug"
 		}
 		*dst = v
-		return nil
+		return ""
+	}
+}
+
+// stringParam reads the value as it is into dst; the domain judges it.
+func stringParam(dst *string) paramReader {
+	return func(v string) string {
+		*dst = v
+		return ""
 	}
 }
 

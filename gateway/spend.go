@@ -342,15 +342,15 @@ type dayView struct {
 // parseDailyQuery reads days, workspace_id and key.
 func parseDailyQuery(query url.Values) (spend.DailyQuery, error) {
 	q := spend.DailyQuery{Days: spend.DefaultHistoryDays}
-	err := readQuery(query, map[string]func(string) error{
-		"days":         intParam("days", &q.Days, 1, spend.MaxHistoryDays),
+	err := readQuery(query, refuseUnknown, map[string]paramReader{
+		"days":         intParam(&q.Days, 1, spend.MaxHistoryDays),
 		"workspace_id": workspaceParam(&q.Workspace),
-		"key": func(v string) error {
+		"key": func(v string) string {
 			if v == "" || len(v) > 64 {
-				return badRequest(map[string]any{"key": "must be a key hash"})
+				return "must be a key hash"
 			}
 			q.KeyID = v
-			return nil
+			return ""
 		},
 	})
 	return q, err

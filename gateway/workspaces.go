@@ -313,30 +313,15 @@ var deletedBody = []byte(`{"deleted":true}`)
 
 // workspacePage reads the offset and limit of GET /workspaces: offset >= 0,
 // default 0; limit 1 to workspace.MaxPageLimit, default
-// workspace.DefaultPageLimit. A parameter given twice, empty, not a decimal
-// integer or out of range is named; other parameters are ignored.
+// workspace.DefaultPageLimit. Other parameters are ignored, as the
+// resources' spec leaves them (resources.md names only these two).
 func workspacePage(query url.Values) (workspace.Page, error) {
 	p := workspace.Page{Offset: 0, Limit: workspace.DefaultPageLimit}
-	var bad invalid.Problems
-	read := func(name string, dst *int, lo, hi int, problem string) {
-		vs, ok := query[name]
-		if !ok {
-			return
-		}
-		if len(vs) != 1 {
-			bad.Add(name, "must be given once")
-			return
-		}
-		n, ok := queryInt(vs[0], lo, hi)
-		if !ok {
-			bad.Add(name, problem)
-			return
-		}
-		*dst = n
-	}
-	read("offset", &p.Offset, 0, math.MaxInt, "must be an integer >= 0")
-	read("limit", &p.Limit, 1, workspace.MaxPageLimit, fmt.Sprintf("must be an integer from 1 to %d", workspace.MaxPageLimit))
-	if err := bad.Err(); err != nil {
+	err := readQuery(query, ignoreUnknown, map[string]paramReader{
+		"offset": intParamSaying(&p.Offset, 0, math.MaxInt, "must be an integer >= 0"),
+		"limit":  intParamSaying(&p.Limit, 1, workspace.MaxPageLimit, fmt.Sprintf("must be an integer from 1 to %d", workspace.MaxPageLimit)),
+	})
+	if err != nil {
 		return workspace.Page{}, err
 	}
 	return p, nil
