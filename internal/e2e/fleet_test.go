@@ -1038,12 +1038,14 @@ func (r *redisServer) stopProcess() {
 
 // slowProxy forwards TCP to target; while slow is set, every chunk from
 // the client waits delay before it is passed on, so every command's reply
-// comes that much later.
+// comes that much later. Cut makes the server look down: every connection
+// is closed and new ones are closed as soon as they are accepted.
 type slowProxy struct {
 	ln     net.Listener
 	target string
 	delay  time.Duration
 	slow   atomic.Bool
+	down   atomic.Bool
 	done   chan struct{}
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -1071,6 +1073,10 @@ func (p *slowProxy) accept() {
 		client, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		if p.down.Load() {
+			client.Close()
+			continue
 		}
 		server, err := net.Dial("tcp", p.target)
 		if err != nil {
@@ -1129,6 +1135,19 @@ func (p *slowProxy) pipe(dst, src net.Conn, delayed bool) {
 		}
 	}
 }
+
+// cut closes every connection and refuses new ones until restore.
+func (p *slowProxy) cut() {
+	p.down.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+func (p *slowProxy) restore() { p.down.Store(false) }
 
 func (p *slowProxy) close() {
 	p.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,4 +306,91 @@ func (l *revocationLoad) failures() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.failed
+}
+
+// TestRevocationWhileTheDatabaseIsDown: a key revoked just as its replica
+// loses the database is refused within 5 s all the same. The replica has
+// the key in its authentication cache and cannot read the change log, so
+// past the revocation bound it must stop trusting the cache: its answers
+// turn to 503 (it cannot decide), never 200, and 401 once the database is
+// back.
+func TestRevocationWhileTheDatabaseIsDown(t *testing.T) {
+	t.Parallel() // its own process and database; mostly waiting
+	bin := buildGatewayBinary(t)
+	dsn := freshPostgresDB(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := startSlowProxy(t, u.Host, 0)
+
+	direct := fleetConfig(t)
+	direct.Metadata = configs.Metadata{Driver: "postgres", DSN: dsn}
+	directPath := writeConfigIn(t, t.TempDir(), direct)
+	admin := fleetManagementKey(t, directPath, "alice")
+
+	cfg := fleetConfig(t)
+	dir := filepath.Dir(cfg.Metadata.DSN)
+	viaProxy := *u
+	viaProxy.Host = proxy.addr()
+	cfg.Metadata = configs.Metadata{Driver: "postgres", DSN: viaProxy.String()}
+	p := startFleet(t, bin, writeConfigIn(t, dir, cfg), 1)[0]
+	client := fleetClient(t)
+	key := createKeyOver(t, client, p, admin, `{"name":"to-revoke"}`)
+	id := strings.TrimPrefix(strings.SplitN(key.token, ".", 2)[0], keys.KeyPrefix)
+
+	// The key is read into the replica's cache now; its cache would trust
+	// it for 10 s from here.
+	if r := fetch(client, p.base+fleetModelPath, key.token); r.err != nil || r.status != http.StatusOK {
+		t.Fatalf("lookup before the outage = %d %v", r.status, r.err)
+	}
+	proxy.cut()
+	rt := openRuntime(t, directPath)
+	revoked := time.Now()
+	if err := rt.Keys().SetDisabled(context.Background(), id, true); err != nil {
+		t.Fatal(err)
+	}
+
+	statuses := map[int]int{}
+	probes := time.NewTicker(50 * time.Millisecond)
+	defer probes.Stop()
+	for ; time.Since(revoked) < 8*time.Second; <-probes.C {
+		r := fetch(client, p.base+fleetModelPath, key.token)
+		since := time.Since(revoked)
+		if r.err != nil {
+			t.Fatalf("lookup %v after the revocation: %v", since, r.err)
+		}
+		statuses[r.status]++
+		switch {
+		case r.status == http.StatusOK && since > 5*time.Second:
+			t.Fatalf("the revoked key was served %v after the revocation, with the database down", since)
+		case r.status != http.StatusOK && r.status != http.StatusUnauthorized && r.status != http.StatusServiceUnavailable:
+			t.Fatalf("lookup %v after the revocation = %d %s, want 200 (at first), 401 or 503", since, r.status, r.body)
+		}
+	}
+	if statuses[http.StatusServiceUnavailable] == 0 {
+		t.Errorf("no 503 while the database was down: %v", statuses)
+	}
+	t.Logf("answers while the database was down: %v", statuses)
+
+	proxy.restore()
+	waitFor(t, 10*time.Second, "the revoked key refused with 401 once the database is back", func() bool {
+		return fetch(client, p.base+fleetModelPath, key.token).status == http.StatusUnauthorized
+	})
+}
+
+// openRuntime opens a Runtime on the configuration at path, as a command
+// of the CLI does.
+func openRuntime(t *testing.T, path string) *app.Runtime {
+	t.Helper()
+	cfg, err := app.LoadConfig(path, testGetenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := app.Open(context.Background(), cfg, app.Env{Getenv: testGetenv, Logs: io.Discard})
+	if err != nil {
+		t.Fatalf("open runtime: %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
 }

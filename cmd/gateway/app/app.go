@@ -35,9 +35,16 @@ import (
 )
 
 // authCacheTTL is how long a verified key is trusted without asking the
-// store again; disabling a key takes at most this long to reach every
-// replica.
+// store again while the change log is read: revocations reach the cache
+// through the log within a second, so the TTL only bounds what a lost
+// entry of the log could leave behind.
 const authCacheTTL = 10 * time.Second
+
+// revocationBound is how long a cached key is trusted once this replica
+// can no longer read the change log (its database is down): the spec
+// promises that a revoked key is refused everywhere within 5 s, and a poll
+// of the log takes up to a second.
+const revocationBound = 4 * time.Second
 
 // App is the gateway wired from its configuration: the HTTP surface and
 // the services behind it, on a Runtime it does not own.
@@ -266,6 +273,7 @@ func (a *App) buildServices(bucket blob.Bucket, secrets secrets, lims limitSet) 
 	// Revocations made through any replica (or the CLI) reach this one's
 	// authentication cache through the store's change log.
 	svc.auth = keys.NewAuthenticator(st, authCacheTTL)
+	svc.auth.SetRevocationBound(revocationBound)
 
 	// What is spent is decided from this replica's own view, refreshed in
 	// the background from the metadata store: no round trip per request,
