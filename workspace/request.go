@@ -84,7 +84,7 @@ type UpdateRequest struct {
 	IsObservabilityIOLoggingEnabled Optional[bool]
 }
 
-// Empty reports whether u changes nothing (the body was {}).
+// Empty reports whether u changes nothing (an update of no field).
 func (u UpdateRequest) Empty() bool {
 	return !(u.Name.Set || u.Slug.Set || u.Description.Set || u.DefaultTextModel.Set ||
 		u.DefaultImageModel.Set || u.DefaultProviderSort.Set || u.IOLoggingAPIKeyIDs.Set ||

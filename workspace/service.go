@@ -263,7 +263,7 @@ func (s *Service) build(userID string, req CreateRequest) (Workspace, error) {
 	return w, nil
 }
 
-// requestHash fingerprints the decoded request, so a retry that differs only
+// requestHash fingerprints the typed request, so a retry that differs only
 // in whitespace or key order still counts as the same request. The encoding
 // of a CreateRequest must not change: records written before an upgrade
 // are compared with it.
