@@ -107,7 +107,7 @@ func lookupChain(tb testing.TB, s lookupSetup) func() int {
 		}
 		o.SpendGuard = e
 	}
-	h := New(o).Handler()
+	h := mustNew(tb, o).Handler()
 	req := httptest.NewRequest("GET", "/api/v1/model/openai/gpt-4o", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	w := &discardResponse{h: http.Header{}}

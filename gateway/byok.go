@@ -64,9 +64,6 @@ const (
 )
 
 func (a *API) createProviderKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
-	if a.providerKeys == nil {
-		return errUnavailable
-	}
 	body, _, err := readJSONBody(w, r, maxJSONBody)
 	if err != nil {
 		return err
@@ -86,9 +83,6 @@ func (a *API) createProviderKey(w http.ResponseWriter, r *http.Request, actor *k
 }
 
 func (a *API) getProviderKey(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.providerKeys == nil {
-		return errUnavailable
-	}
 	id, err := pathSegment(r, "id")
 	if err != nil {
 		return err
@@ -102,9 +96,6 @@ func (a *API) getProviderKey(w http.ResponseWriter, r *http.Request, caller *key
 }
 
 func (a *API) listProviderKeys(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.providerKeys == nil {
-		return errUnavailable
-	}
 	q, err := parseProviderKeyQuery(r.URL.Query())
 	if err != nil {
 		return err
@@ -240,9 +231,6 @@ func readProviderKeyBody(body []byte, create bool) (keys.ProviderKeyFields, erro
 }
 
 func (a *API) updateProviderKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
-	if a.providerKeys == nil {
-		return errUnavailable
-	}
 	id, err := pathSegment(r, "id")
 	if err != nil {
 		return err
@@ -266,9 +254,6 @@ func (a *API) updateProviderKey(w http.ResponseWriter, r *http.Request, actor *k
 }
 
 func (a *API) deleteProviderKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
-	if a.providerKeys == nil {
-		return errUnavailable
-	}
 	id, err := pathSegment(r, "id")
 	if err != nil {
 		return err

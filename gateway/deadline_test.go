@@ -39,7 +39,7 @@ func rawRequest(t *testing.T, srv *httptest.Server, raw string, within time.Dura
 // not; before, it was held open forever.
 func TestStalledBodyIsClosed(t *testing.T) {
 	t.Parallel() // real sockets and real deadlines: waits that can overlap
-	api := New(Options{Log: zap.NewNop(), BodyReadTimeout: 200 * time.Millisecond})
+	api := mustNew(t, Options{Log: zap.NewNop(), BodyReadTimeout: 200 * time.Millisecond})
 	srv := httptest.NewServer(api.Handler())
 	defer srv.Close()
 	for name, raw := range map[string]string{
@@ -61,7 +61,7 @@ func TestStalledBodyIsClosed(t *testing.T) {
 // may work past the body deadline without its request being cancelled.
 func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
 	t.Parallel() // real sockets and real deadlines: waits that can overlap
-	api := New(Options{Log: zap.NewNop(), BodyReadTimeout: 100 * time.Millisecond})
+	api := mustNew(t, Options{Log: zap.NewNop(), BodyReadTimeout: 100 * time.Millisecond})
 	h := guardBody(api.bodyTimeout, api.lingering)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			t.Errorf("read body: %v", err)
@@ -89,7 +89,7 @@ func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
 // Content-Length and chunked encoding cannot smuggle a second request: the
 // connection closes after the first answer.
 func TestChunkedRequestClosesConnection(t *testing.T) {
-	api := New(Options{Log: zap.NewNop(), BodyReadTimeout: time.Second})
+	api := mustNew(t, Options{Log: zap.NewNop(), BodyReadTimeout: time.Second})
 	srv := httptest.NewServer(api.Handler())
 	defer srv.Close()
 	smuggled := "GET /healthz?smuggled HTTP/1.1\r\nHost: x\r\n\r\n"

@@ -36,9 +36,6 @@ const (
 // uploadFile answers POST /api/v1/files: one multipart part named "file",
 // streamed to its destination as it arrives.
 func (a *API) uploadFile(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.files == nil {
-		return errUnavailable
-	}
 	limit := a.files.MaxFileBytes() + multipartSlack
 	if r.ContentLength > limit {
 		// Refused before reading: net/http sends no 100 Continue to a

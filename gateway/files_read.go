@@ -73,9 +73,6 @@ func fileParams(r *http.Request, caller *keys.APIKey) (files.FileParams, error) 
 // listFiles answers GET /api/v1/files: one page, newest first unless asked
 // otherwise, in the negotiated shape.
 func (a *API) listFiles(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.reader == nil {
-		return errUnavailable
-	}
 	p, byPage, err := fileListParams(r.URL.Query(), caller)
 	if err != nil {
 		return err
@@ -158,9 +155,6 @@ func fileListParams(q url.Values, caller *keys.APIKey) (p files.ListParams, byPa
 
 // getFile answers GET /api/v1/files/{id}.
 func (a *API) getFile(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.reader == nil {
-		return errUnavailable
-	}
 	p, err := fileParams(r, caller)
 	if err != nil {
 		return err
@@ -175,9 +169,6 @@ func (a *API) getFile(w http.ResponseWriter, r *http.Request, caller *keys.APIKe
 
 // deleteFile answers DELETE /api/v1/files/{id}.
 func (a *API) deleteFile(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.reader == nil {
-		return errUnavailable
-	}
 	p, err := fileParams(r, caller)
 	if err != nil {
 		return err
@@ -209,9 +200,6 @@ func (a *API) deleteFile(w http.ResponseWriter, r *http.Request, caller *keys.AP
 // If-None-Match and If-Range. A provider's
 // file is streamed through as the provider sends it, without ranges.
 func (a *API) fileContent(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.reader == nil {
-		return errUnavailable
-	}
 	p, err := fileParams(r, caller)
 	if err != nil {
 		return err

@@ -237,11 +237,6 @@ func TestFileRouteErrors(t *testing.T) {
 	if rec := serve(h, request("GET", "/api/v1/files")); rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("throttled: %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
 	}
-	// Unwired: 503 in the envelope.
-	h = newReadAPI(t, nil)
-	if rec := serve(h, request("GET", "/api/v1/files/file-1")); rec.Code != 503 {
-		t.Errorf("unwired: %d", rec.Code)
-	}
 }
 
 func TestDownload(t *testing.T) {

@@ -477,14 +477,6 @@ func TestUploadBodyFailures(t *testing.T) {
 	}
 }
 
-func TestUploadUnwired(t *testing.T) {
-	api, _ := newTestAPI(t, Options{})
-	rec := serve(api.Handler(), uploadRequest(strings.NewReader(form(filePart("a.txt", "x")))))
-	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
-		t.Fatalf("status %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
-	}
-}
-
 // assertNamesField checks the envelope's metadata names field under
 // "fields" (or has no fields when field is "").
 func assertNamesField(t *testing.T, rec *httptest.ResponseRecorder, field string) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/spend"
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -44,10 +45,81 @@ func newTestAPI(t testing.TB, o Options) (*API, *observer.ObservedLogs) {
 	if o.Log == nil {
 		o.Log = zap.New(core)
 	}
+	return mustNew(t, o), logs
+}
+
+// mustNew is New with the services a test leaves out filled in: testAuth,
+// a guard that lets every key spend, and for every other service a value
+// whose methods dereference nil, so a test that reaches a service it did
+// not give fails at once.
+func mustNew(t testing.TB, o Options) *API {
+	t.Helper()
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
 	if o.Auth == nil {
 		o.Auth = testAuth
 	}
-	return New(o), logs
+	if o.SpendGuard == nil {
+		o.SpendGuard = spendAllowed{}
+	}
+	if o.Catalog == nil {
+		o.Catalog = struct{ CatalogSource }{}
+	}
+	if o.Workspaces == nil {
+		o.Workspaces = struct{ WorkspaceService }{}
+	}
+	if o.Keys == nil {
+		o.Keys = struct{ KeyManager }{}
+	}
+	if o.ProviderKeys == nil {
+		o.ProviderKeys = struct{ ProviderKeyManager }{}
+	}
+	if o.Spend == nil {
+		o.Spend = noUsage{}
+	}
+	if o.Files == nil {
+		o.Files = struct{ FileService }{}
+	}
+	if o.FileReader == nil {
+		o.FileReader = struct{ FileReader }{}
+	}
+	api, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api
+}
+
+// noUsage is a SpendService whose keys have spent nothing (GET /key
+// shows usage); its other methods are not wired.
+type noUsage struct{ SpendService }
+
+func (noUsage) KeyUsage(context.Context, []string) (map[string]spend.Usage, error) { return nil, nil }
+
+// spendAllowed is a SpendGuard under which no key is over anything.
+type spendAllowed struct{}
+
+func (spendAllowed) Decide(*keys.APIKey) error { return nil }
+
+// TestNewRequiresEveryService: a dependency left out is a start-up error
+// naming it, never a route that answers 503 later.
+func TestNewRequiresEveryService(t *testing.T) {
+	_, err := New(Options{Log: zap.NewNop(), Auth: testAuth})
+	if err == nil {
+		t.Fatal("New accepted Options without services")
+	}
+	for _, name := range []string{"Catalog", "Workspaces", "Keys", "ProviderKeys", "Spend", "SpendGuard", "Files", "FileReader"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("%q does not name the missing %s", err, name)
+		}
+	}
+	if strings.Contains(err.Error(), "Auth") || strings.Contains(err.Error(), "Log,") {
+		t.Errorf("%q names a dependency that was given", err)
+	}
+	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "Log") || !strings.Contains(err.Error(), "Auth") {
+		t.Errorf("empty Options: %v, want Log and Auth named", err)
+	}
 }
 
 type envelopeBody struct {
@@ -100,7 +172,6 @@ func TestEnvelopeForEdgeErrors(t *testing.T) {
 		{"wrong method", "DELETE", "/api/v1/workspaces", "management", 405, msgMethodNotAllowed},
 		{"standard key on workspaces", "POST", "/api/v1/workspaces", "standard", 403, msgManagementOnly},
 		{"standard key on workspace lookup", "GET", "/api/v1/workspaces/abc", "standard", 403, msgManagementOnly},
-		{"unwired catalog", "GET", "/api/v1/model/a/b", "standard", 503, msgUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -319,23 +390,23 @@ func TestETagMatching(t *testing.T) {
 // Authorization when that is absent, through the same authenticator and
 // with the same answers, on routes and on the not-found path.
 func TestXApiKey(t *testing.T) {
-	api, _ := newTestAPI(t, Options{})
+	api, _ := newTestAPI(t, Options{Catalog: shippedCatalog(t)})
 	h := api.Handler()
 	tests := []struct {
 		name          string
 		authorization string // "" leaves the header out
 		apiKey        string // "" leaves the header out
-		// status on a keyed route (the catalog is not wired: 503 once in)
-		// and on an unknown /api/v1 path (404 once in).
+		// status on a keyed route (200 once in) and on an unknown
+		// /api/v1 path (404 once in).
 		route, unknown int
 		message        string // of the 401s
 	}{
-		{"X-Api-Key alone", "", "standard", 503, 404, ""},
+		{"X-Api-Key alone", "", "standard", 200, 404, ""},
 		{"unknown X-Api-Key", "", "nope", 401, 401, msgInvalidAuth},
 		{"X-Api-Key holding a bearer header", "", "Bearer standard", 401, 401, msgInvalidAuth},
 		{"neither", "", "", 401, 401, msgMissingAuth},
 		{"Authorization wins over a good X-Api-Key", "Bearer nope", "standard", 401, 401, msgInvalidAuth},
-		{"Authorization wins over a bad X-Api-Key", "Bearer standard", "nope", 503, 404, ""},
+		{"Authorization wins over a bad X-Api-Key", "Bearer standard", "nope", 200, 404, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -83,9 +83,6 @@ type keyData struct {
 }
 
 func (a *API) createKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
-	if a.keys == nil {
-		return errUnavailable
-	}
 	body, idemKey, err := readJSONBody(w, r, maxJSONBody)
 	if err != nil {
 		return err
@@ -113,9 +110,6 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request, actor *keys.APIK
 }
 
 func (a *API) getKey(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.keys == nil {
-		return errUnavailable
-	}
 	id, err := pathSegment(r, "hash")
 	if err != nil {
 		return err
@@ -133,9 +127,6 @@ func (a *API) getKey(w http.ResponseWriter, r *http.Request, caller *keys.APIKey
 }
 
 func (a *API) listKeys(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.keys == nil {
-		return errUnavailable
-	}
 	q, err := parseKeyQuery(r.URL.Query())
 	if err != nil {
 		return err
@@ -320,9 +311,6 @@ func readKeyReset(raw json.RawMessage, p *invalid.Problems) (keys.Reset, bool) {
 }
 
 func (a *API) updateKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
-	if a.keys == nil {
-		return errUnavailable
-	}
 	id, err := pathSegment(r, "hash")
 	if err != nil {
 		return err
@@ -351,9 +339,6 @@ func (a *API) updateKey(w http.ResponseWriter, r *http.Request, actor *keys.APIK
 }
 
 func (a *API) deleteKey(w http.ResponseWriter, r *http.Request, actor *keys.APIKey) error {
-	if a.keys == nil {
-		return errUnavailable
-	}
 	id, err := pathSegment(r, "hash")
 	if err != nil {
 		return err

@@ -55,7 +55,7 @@ func lingerServer(t *testing.T, o Options) string {
 	if o.Files == nil {
 		o.Files = &fakeFiles{max: testMaxFile, up: &fakeUpload{}}
 	}
-	srv := httptest.NewServer(New(o).Handler())
+	srv := httptest.NewServer(mustNew(t, o).Handler())
 	t.Cleanup(srv.Close)
 	return srv.Listener.Addr().String()
 }

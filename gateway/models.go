@@ -48,9 +48,6 @@ func (a *API) resolveModel(w http.ResponseWriter, r *http.Request, caller *keys.
 	if err != nil {
 		return nil, err
 	}
-	if a.catalog == nil {
-		return nil, errUnavailable
-	}
 	e, ok := a.catalog.Current().Lookup(author, slug)
 	if !ok {
 		return nil, errModelNotFound

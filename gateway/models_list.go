@@ -42,9 +42,6 @@ func allowed(k *keys.APIKey, e *catalog.Entry) bool {
 }
 
 func (a *API) modelList(w http.ResponseWriter, r *http.Request, allow func(*catalog.Entry) bool) error {
-	if a.catalog == nil {
-		return errUnavailable
-	}
 	c := a.catalog.Current()
 	q, isDefault, err := parseModelQuery(c, r.URL.Query())
 	if err != nil {
@@ -80,9 +77,6 @@ func nextPage(r *http.Request, offset int) string {
 // countModels answers GET /api/v1/models/count with the filters of the
 // list.
 func (a *API) countModels(w http.ResponseWriter, r *http.Request) error {
-	if a.catalog == nil {
-		return errUnavailable
-	}
 	c := a.catalog.Current()
 	q, _, err := parseModelQuery(c, r.URL.Query())
 	if err != nil {
@@ -170,9 +164,6 @@ func catalogParam[T any](v T, err error) (T, string) {
 // model id with its slash percent-encoded (OpenAI's models.retrieve). It is
 // decoded exactly once: "%252F" is the id "a%2Fb", which names nothing.
 func (a *API) retrieveModel(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.catalog == nil {
-		return errUnavailable
-	}
 	raw := strings.TrimPrefix(r.URL.EscapedPath(), apiPrefix+"/models/")
 	id, err := url.PathUnescape(raw)
 	if err != nil {

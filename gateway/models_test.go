@@ -102,9 +102,3 @@ func TestModelRoutesAnswerNotModified(t *testing.T) {
 	}
 }
 
-func TestModelListUnwired(t *testing.T) {
-	api, _ := newTestAPI(t, Options{})
-	if rec := do(t, api.Handler(), http.MethodGet, "/api/v1/models", "standard", nil); rec.Code != http.StatusServiceUnavailable {
-		t.Fatalf("status %d, want 503", rec.Code)
-	}
-}

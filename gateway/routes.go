@@ -6,8 +6,10 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,8 +27,9 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, header string) (*keys.APIKey, error)
 }
 
-// Options are the dependencies of the API. Nil services leave their routes
-// answering 503, so a partly wired gateway still speaks the envelope.
+// Options are the dependencies of the API. Every service is required: New
+// refuses Options that lack one, so a wiring mistake stops the process at
+// start instead of turning a route into a 503 at run time.
 type Options struct {
 	Log        *zap.Logger
 	Auth       Authenticator
@@ -36,12 +39,14 @@ type Options struct {
 	// ProviderKeys serves /byok.
 	ProviderKeys ProviderKeyManager
 	// Spend serves /usage and the budget routes; SpendGuard refuses keys
-	// over their limit or budget (402). Either may be nil.
+	// over their limit or budget (402).
 	Spend      SpendService
 	SpendGuard SpendGuard
 	Files      FileService
 	// FileReader serves the list, metadata, delete and download routes.
-	FileReader     FileReader
+	FileReader FileReader
+	// Limits are the per-request rate limits; nil when the configuration
+	// turns them off (the only optional dependency).
 	Limits         *RateLimits
 	Registry       *prometheus.Registry
 	TrustedProxies []netip.Prefix
@@ -91,8 +96,26 @@ type API struct {
 	draining      atomic.Bool
 }
 
-// New builds the API from its dependencies.
-func New(o Options) *API {
+// New builds the API from its dependencies. It fails, naming each, when a
+// required one is missing.
+func New(o Options) (*API, error) {
+	var missing []string
+	for _, dep := range []struct {
+		name string
+		set  bool
+	}{
+		{"Log", o.Log != nil}, {"Auth", o.Auth != nil}, {"Catalog", o.Catalog != nil},
+		{"Workspaces", o.Workspaces != nil}, {"Keys", o.Keys != nil}, {"ProviderKeys", o.ProviderKeys != nil},
+		{"Spend", o.Spend != nil}, {"SpendGuard", o.SpendGuard != nil}, {"Files", o.Files != nil},
+		{"FileReader", o.FileReader != nil},
+	} {
+		if !dep.set {
+			missing = append(missing, dep.name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("gateway: missing dependencies: %s", strings.Join(missing, ", "))
+	}
 	reg := o.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -127,7 +150,7 @@ func New(o Options) *API {
 	if l := o.Limits; l != nil && l.Limiter != nil && l.AuthFailures.Rate > 0 {
 		api.authn.failures = newAuthFailureLimit(l.Limiter, l.AuthFailures)
 	}
-	return api
+	return api, nil
 }
 
 // StartDraining makes /readyz fail so load balancers stop routing here.

@@ -70,9 +70,6 @@ const maxUsageBody = 512 << 10
 var usageBodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func (a *API) reportUsage(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.spend == nil {
-		return errUnavailable
-	}
 	if _, err := checkJSONRequest(r); err != nil {
 		return err
 	}
@@ -103,9 +100,6 @@ type usageAnswer struct {
 }
 
 func (a *API) reportKeyUsage(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.spend == nil || a.keys == nil {
-		return errUnavailable
-	}
 	id, err := pathSegment(r, "hash")
 	if err != nil {
 		return err
@@ -310,9 +304,6 @@ func readBudget(body []byte) (spend.BudgetRequest, error) {
 // one key, one workspace or all of its user's keys, as spend.ResolveScope
 // allows.
 func (a *API) dailyUsage(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.spend == nil {
-		return errUnavailable
-	}
 	q, err := parseDailyQuery(r.URL.Query())
 	if err != nil {
 		return err
@@ -358,9 +349,6 @@ func parseDailyQuery(query url.Values) (spend.DailyQuery, error) {
 
 // workspaceID resolves a workspace id or slug of userID (spend.WorkspaceLookup).
 func (a *API) workspaceID(ctx context.Context, userID, ref string) (string, error) {
-	if a.workspaces == nil {
-		return "", errUnavailable
-	}
 	ws, err := a.workspaces.Get(ctx, userID, ref)
 	return ws.ID, err
 }
@@ -377,7 +365,7 @@ func (a *API) viewKeyWithUsage(ctx context.Context, k *keys.APIKey) (keyView, er
 func (a *API) viewKeysWithUsage(ctx context.Context, ks []keys.APIKey) ([]keyView, error) {
 	views := make([]keyView, len(ks))
 	var usage map[string]spend.Usage
-	if a.spend != nil && len(ks) > 0 {
+	if len(ks) > 0 {
 		ids := make([]string, len(ks))
 		for i := range ks {
 			ids[i] = ks[i].ID
@@ -427,9 +415,6 @@ func viewBudget(b spend.Budget) budgetView {
 
 // budgetTarget resolves the workspace and interval of a budget route.
 func (a *API) budgetTarget(r *http.Request, caller *keys.APIKey, withInterval bool) (string, spend.Interval, error) {
-	if a.spend == nil || a.workspaces == nil {
-		return "", "", errUnavailable
-	}
 	ref, err := pathSegment(r, "id")
 	if err != nil {
 		return "", "", err

@@ -11,12 +11,9 @@ import (
 
 // refuseOverSpend answers 402 for a key over its limit or whose workspace
 // is over a budget, from the guard's replica-local state: no round trip.
-// It sits below requireKey. A nil guard lets everything through.
+// It sits below requireKey.
 func refuseOverSpend(guard SpendGuard, m *spendMetrics, log *zap.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		if guard == nil {
-			return next
-		}
 		keyLimit, budget := m.refused.WithLabelValues("key_limit"), m.refused.WithLabelValues("workspace_budget")
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			k := callerOf(r)

@@ -42,9 +42,9 @@ func TestRefuseOverSpend(t *testing.T) {
 	if got := testutil.ToFloat64(m.refused.WithLabelValues("workspace_budget")); got != 1 {
 		t.Errorf("workspace_budget refusals = %v, want 1", got)
 	}
-	// No guard (spend control off): everything passes.
-	if rec := do(t, chain(nil), "GET", "/api/v1/models", "standard", nil); rec.Code != http.StatusNoContent {
-		t.Errorf("without a guard: status = %d, want 204", rec.Code)
+	// A key the guard allows passes.
+	if rec := do(t, chain(spendAllowed{}), "GET", "/api/v1/models", "standard", nil); rec.Code != http.StatusNoContent {
+		t.Errorf("an allowed key: status = %d, want 204", rec.Code)
 	}
 	// Below no requireKey there is no caller to judge: 401, not a pass.
 	h := observe(api.observation)(refuseOverSpend(guard, m, api.log)(ok))

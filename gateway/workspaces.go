@@ -40,9 +40,6 @@ type workspaceData struct {
 }
 
 func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.workspaces == nil {
-		return errUnavailable
-	}
 	body, idemKey, err := readJSONBody(w, r, maxJSONBody)
 	if err != nil {
 		return err
@@ -64,9 +61,6 @@ func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request, caller *ke
 }
 
 func (a *API) updateWorkspace(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.workspaces == nil {
-		return errUnavailable
-	}
 	id, err := pathSegment(r, "id")
 	if err != nil {
 		return err
@@ -257,9 +251,6 @@ func writeWorkspace(w http.ResponseWriter, status int, res workspace.Result) {
 }
 
 func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.workspaces == nil {
-		return errUnavailable
-	}
 	id, err := pathSegment(r, "id")
 	if err != nil {
 		return err
@@ -273,9 +264,6 @@ func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request, caller *keys.
 }
 
 func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.workspaces == nil {
-		return errUnavailable
-	}
 	page, err := workspacePage(r.URL.Query())
 	if err != nil {
 		return err
@@ -292,9 +280,6 @@ func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request, caller *key
 }
 
 func (a *API) deleteWorkspace(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if a.workspaces == nil {
-		return errUnavailable
-	}
 	id, err := pathSegment(r, "id")
 	if err != nil {
 		return err

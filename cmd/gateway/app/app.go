@@ -112,7 +112,7 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.startWorkers(bucket, svc)
 
-	a.api = gateway.New(gateway.Options{
+	a.api, err = gateway.New(gateway.Options{
 		Log:             a.rt.Log,
 		AccessLog:       a.accessLog(a.registry),
 		Auth:            svc.auth,
@@ -134,6 +134,9 @@ func (a *App) build(ctx context.Context) error {
 			MaxBytes: int64(a.rt.Config.Server.LingeringClose.MaxBytes), Timeout: a.rt.Config.Server.LingeringClose.Timeout,
 		},
 	})
+	if err != nil {
+		return err
+	}
 	a.handler = a.api.Handler()
 	if err := a.buildConsole(ctx, a.handler, secrets.sealingKey); err != nil {
 		return err
