@@ -15,6 +15,7 @@ import (
 	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/keys/seal"
+	"github.com/aigateway/gateway/workspace"
 )
 
 // newFlags makes a flag set whose errors are returned, not printed.
@@ -173,9 +174,12 @@ func byokSet(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer rt.Close()
-	err = rt.SetProviderKey(ctx, *wsID, *provider, secret)
-	if errors.Is(err, app.ErrBadWorkspaceID) {
-		return errors.New("--workspace must be a workspace UUID")
+	err = rt.Keys().SetProviderKey(ctx, *wsID, *provider, secret)
+	if problems := flagProblems(err); len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	if errors.Is(err, workspace.ErrNotFound) {
+		return fmt.Errorf("workspace %s does not exist", *wsID)
 	}
 	if err != nil {
 		return err

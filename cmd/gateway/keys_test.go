@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 )
@@ -110,5 +111,50 @@ func TestKeysCreateRefusals(t *testing.T) {
 	}
 	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 1 {
 		t.Errorf("a refused key was stored:\n%s", out.String())
+	}
+}
+
+// TestByokSet: the operator stores a workspace's provider key read from
+// stdin, through the same rules as the domain's; refusals name the flag
+// at fault, and an unknown workspace says so.
+func TestByokSet(t *testing.T) {
+	path := writeConfig(t, testConfig(t))
+	ctx := context.Background()
+	var out bytes.Buffer
+	if err := run(ctx, []string{"keys", "create", "--config", path, "--name", "k", "--user", "alice"}, testGetenv, &out); err != nil {
+		t.Fatal(err)
+	}
+	var ws string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, "workspace: "); ok {
+			ws = v
+		}
+	}
+	if ws == "" {
+		t.Fatalf("no workspace in %q", out.String())
+	}
+	byok := func(stdin string, args ...string) (string, error) {
+		var out bytes.Buffer
+		err := runWith(ctx, append([]string{"byok", "set", "--config", path}, args...),
+			env{getenv: testGetenv, stdin: strings.NewReader(stdin), stdout: &out, stderr: io.Discard})
+		return out.String(), err
+	}
+	if out, err := byok("sk-proj-0123456789abcdef\n", "--workspace", ws, "--provider", "openai"); err != nil ||
+		!strings.Contains(out, "stored the openai key of workspace "+ws) {
+		t.Fatalf("byok set: %q %v", out, err)
+	}
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"k\n", []string{"--workspace", "nope", "--provider", "openai"}, "--workspace: must be a workspace id"},
+		{"k\n", []string{"--workspace", ws, "--provider", "mistral"}, "--provider must be openai or anthropic"},
+		{"\n", []string{"--workspace", ws, "--provider", "openai"}, "no key on stdin"},
+		{"k\n", []string{"--workspace", "0f8fad5b-d9cb-469f-a165-70867728950e", "--provider", "openai"}, "does not exist"},
+	} {
+		if _, err := byok(tc.stdin, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("byok set %v: %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }

@@ -196,7 +196,7 @@ func (g *testGateway) cli(t *testing.T, stdin string, args ...string) (string, e
 		}
 		return out + token + "\n", nil
 	case "byok set":
-		err := g.rt.SetProviderKey(ctx, flags["--workspace"], flags["--provider"], seal.NewSecret(strings.TrimSpace(stdin)))
+		err := g.rt.Keys().SetProviderKey(ctx, flags["--workspace"], flags["--provider"], seal.NewSecret(strings.TrimSpace(stdin)))
 		return "", err
 	default:
 		t.Fatalf("cli: unsupported command %q", args)

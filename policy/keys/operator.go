@@ -8,18 +8,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/aigateway/gateway/internal/invalid"
+	"github.com/aigateway/gateway/policy/keys/seal"
+	"github.com/google/uuid"
 )
 
 // Operator is what the person who runs the gateway does with keys, beyond
 // what a user may do over HTTP: make a key of any role for any user (the
 // first key of a user can come from nowhere else), list a user's keys of
-// every role, and disable, enable or delete any key by its id. The command
+// every role, disable, enable or delete any key by its id, and give a
+// workspace its own key for a provider. The command
 // line and the console's first-run link go through it, never through the
 // store, so a key made there obeys the same rules as one made over HTTP,
 // and every change reaches the change log that the replicas' revokers read.
 type Operator struct {
 	store      OperatorStore
 	workspaces Workspaces
+	sealer     func() (*seal.Sealer, error)
 	now        func() time.Time
 }
 
@@ -36,12 +40,19 @@ type OperatorStore interface {
 	// RemoveKey deletes the key id of any role and records the change in
 	// the change log; ErrKeyNotFound for an unknown id.
 	RemoveKey(ctx context.Context, id string, at time.Time) error
+	// PutProviderKey stores the operator's key of provider for the
+	// workspace workspaceID (a canonical UUID), sealed, replacing the one
+	// the operator stored before; workspace.ErrNotFound for an unknown
+	// workspace.
+	PutProviderKey(ctx context.Context, workspaceID, provider string, sealed []byte, label string) error
 }
 
 // NewOperator returns an Operator; workspaces resolves the workspace of a
-// standard key.
-func NewOperator(store OperatorStore, workspaces Workspaces) *Operator {
-	return &Operator{store: store, workspaces: workspaces, now: time.Now}
+// standard key, and sealer gives the sealer of provider keys, asked only
+// when one is stored (on the embedded default, finding the sealing key may
+// create it).
+func NewOperator(store OperatorStore, workspaces Workspaces, sealer func() (*seal.Sealer, error)) *Operator {
+	return &Operator{store: store, workspaces: workspaces, sealer: sealer, now: time.Now}
 }
 
 // NewKeyRequest describes a key the operator makes.
@@ -170,4 +181,35 @@ func (o *Operator) Delete(ctx context.Context, id string) error {
 		return ErrKeyNotFound
 	}
 	return o.store.RemoveKey(ctx, id, o.now())
+}
+
+// SetProviderKey stores secret as workspaceID's own key for provider,
+// sealed, replacing the one the operator stored before; only its masked
+// label is kept in the clear. Problems of the arguments are
+// *invalid.Problems (fields "workspace", "provider", "key"); an unknown
+// workspace is the store's workspace.ErrNotFound.
+func (o *Operator) SetProviderKey(ctx context.Context, workspaceID, provider string, secret seal.Secret) error {
+	var p invalid.Problems
+	id, err := uuid.Parse(workspaceID)
+	if err != nil {
+		p.Add("workspace", "must be a workspace id (a UUID)")
+	}
+	if !IsProvider(provider) {
+		p.Add("provider", "must be openai or anthropic")
+	}
+	if strings.TrimSpace(secret.Reveal()) == "" {
+		p.Add("key", "must not be empty")
+	}
+	if err := p.Err(); err != nil {
+		return err
+	}
+	sealer, err := o.sealer()
+	if err != nil {
+		return err
+	}
+	sealed, err := sealer.Seal(id.String(), provider, secret)
+	if err != nil {
+		return err
+	}
+	return o.store.PutProviderKey(ctx, id.String(), provider, sealed, MaskSecret(secret.Reveal()))
 }

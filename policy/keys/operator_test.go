@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/internal/invalid"
+	"github.com/aigateway/gateway/policy/keys/seal"
 )
 
 // operatorStore keeps keys in memory, in creation order, for the Operator.
@@ -19,6 +20,7 @@ type operatorStore struct {
 	changes  []string // "disable id", "enable id", "remove id"
 	listed   int      // ListKeys calls
 	failList error
+	put      []putKey
 }
 
 func (s *operatorStore) EnsureUser(_ context.Context, userID string) error {
@@ -73,6 +75,28 @@ func (s *operatorStore) SetKeyDisabled(_ context.Context, id string, disabled bo
 	return ErrKeyNotFound
 }
 
+func (s *operatorStore) PutProviderKey(_ context.Context, workspaceID, provider string, sealed []byte, label string) error {
+	if workspaceID == unknownWorkspace {
+		return errUnknownWorkspace
+	}
+	s.put = append(s.put, putKey{workspaceID, provider, sealed, label})
+	return nil
+}
+
+type putKey struct {
+	workspace, provider string
+	sealed              []byte
+	label               string
+}
+
+const unknownWorkspace = "00000000-0000-4000-8000-000000000000"
+
+var errUnknownWorkspace = errors.New("no such workspace")
+
+func testSealer() (*seal.Sealer, error) {
+	return seal.NewSealer([]byte("a sealing key of thirty-two byte"))
+}
+
 func (s *operatorStore) RemoveKey(_ context.Context, id string, _ time.Time) error {
 	for i := range s.keys {
 		if s.keys[i].ID == id {
@@ -101,7 +125,7 @@ func (w defaultWorkspaces) WorkspaceID(_ context.Context, userID, ref string) (s
 func TestOperatorCreate(t *testing.T) {
 	ctx := t.Context()
 	st := &operatorStore{}
-	op := NewOperator(st, defaultWorkspaces{"alice/research": "ws-research"})
+	op := NewOperator(st, defaultWorkspaces{"alice/research": "ws-research"}, testSealer)
 
 	token, k, err := op.Create(ctx, NewKeyRequest{Name: "ci", User: "alice", Role: RoleStandard, Workspace: "research", Models: []string{"openai/gpt-4"}})
 	if err != nil {
@@ -151,7 +175,7 @@ func TestOperatorCreateRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &operatorStore{}
-			_, _, err := NewOperator(st, defaultWorkspaces{}).Create(t.Context(), tc.req)
+			_, _, err := NewOperator(st, defaultWorkspaces{}, testSealer).Create(t.Context(), tc.req)
 			var got []string
 			for _, f := range invalid.Fields(err) {
 				got = append(got, f.Name)
@@ -183,7 +207,7 @@ func TestValidUserID(t *testing.T) {
 func TestOperatorKeysPages(t *testing.T) {
 	ctx := t.Context()
 	st := &operatorStore{}
-	op := NewOperator(st, defaultWorkspaces{})
+	op := NewOperator(st, defaultWorkspaces{}, testSealer)
 	for i := range PageSize + 3 {
 		if _, _, err := op.Create(ctx, NewKeyRequest{Name: fmt.Sprint("k", i), User: "alice", Role: RoleStandard}); err != nil {
 			t.Fatal(err)
@@ -226,7 +250,7 @@ func TestOperatorKeysPages(t *testing.T) {
 func TestOperatorChanges(t *testing.T) {
 	ctx := t.Context()
 	st := &operatorStore{}
-	op := NewOperator(st, defaultWorkspaces{})
+	op := NewOperator(st, defaultWorkspaces{}, testSealer)
 	_, k, err := op.Create(ctx, NewKeyRequest{Name: "svc", User: "alice", Role: RoleService})
 	if err != nil {
 		t.Fatal(err)
@@ -257,5 +281,56 @@ func TestOperatorChanges(t *testing.T) {
 	}
 	if len(st.changes) != 3 {
 		t.Errorf("a malformed id reached the store: %v", st.changes)
+	}
+}
+
+func TestOperatorSetProviderKey(t *testing.T) {
+	ctx := t.Context()
+	st := &operatorStore{}
+	sealerAsked := 0
+	op := NewOperator(st, defaultWorkspaces{}, func() (*seal.Sealer, error) { sealerAsked++; return testSealer() })
+	const ws = "0F8FAD5B-D9CB-469F-A165-70867728950E"
+	if err := op.SetProviderKey(ctx, ws, ProviderOpenAI, seal.NewSecret("sk-proj-abcdefghijklmnop")); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.put) != 1 {
+		t.Fatalf("stored %d keys", len(st.put))
+	}
+	got := st.put[0]
+	if got.workspace != strings.ToLower(ws) || got.provider != ProviderOpenAI || got.label != MaskSecret("sk-proj-abcdefghijklmnop") {
+		t.Errorf("stored %+v", got)
+	}
+	if strings.Contains(string(got.sealed), "abcdefghijklmnop") {
+		t.Error("the secret was stored in the clear")
+	}
+	sealer, _ := testSealer()
+	if open, err := sealer.Open(strings.ToLower(ws), ProviderOpenAI, got.sealed); err != nil || open.Reveal() != "sk-proj-abcdefghijklmnop" {
+		t.Errorf("the sealed key does not open for its workspace and provider: %v", err)
+	}
+
+	for _, tc := range []struct {
+		workspace, provider, secret string
+		fields                      []string
+	}{
+		{"not-a-uuid", ProviderOpenAI, "k", []string{"workspace"}},
+		{ws, "mistral", "k", []string{"provider"}},
+		{ws, ProviderAnthropic, "  ", []string{"key"}},
+		{"", "", "", []string{"key", "provider", "workspace"}},
+	} {
+		err := op.SetProviderKey(ctx, tc.workspace, tc.provider, seal.NewSecret(tc.secret))
+		var fields []string
+		for _, f := range invalid.Fields(err) {
+			fields = append(fields, f.Name)
+		}
+		slices.Sort(fields)
+		if !slices.Equal(fields, tc.fields) {
+			t.Errorf("SetProviderKey(%q, %q): %v, want problems of %v", tc.workspace, tc.provider, err, tc.fields)
+		}
+	}
+	if err := op.SetProviderKey(ctx, unknownWorkspace, ProviderOpenAI, seal.NewSecret("k")); !errors.Is(err, errUnknownWorkspace) {
+		t.Errorf("an unknown workspace: %v", err)
+	}
+	if len(st.put) != 1 || sealerAsked != 2 {
+		t.Errorf("%d keys stored, sealer asked %d times: refused arguments must reach neither", len(st.put), sealerAsked)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // Keys is the operator's side of key management, as the command line
 // uses it: the same rules and the same change log as the HTTP routes.
 func (rt *Runtime) Keys() *keys.Operator {
-	return keys.NewOperator(rt.store, keyWorkspaces{workspace.NewService(rt.store, nil)})
+	return keys.NewOperator(rt.store, keyWorkspaces{workspace.NewService(rt.store, nil)}, rt.sealer)
 }
 
 // CreateKey makes a key and returns its secret, which is shown this once:

@@ -53,8 +53,8 @@ func LoadConfig(path string, getenv func(string) string) (configs.Config, error)
 type Runtime struct {
 	Config configs.Config
 	Log    *zap.Logger
-	// store is reached through the services only (Keys, SetProviderKey,
-	// the App), never by the commands themselves.
+	// store is reached through the services only (Keys, the App), never
+	// by the commands themselves.
 	store  *sqlstore.Store
 	getenv func(string) string
 	flush  func()
