@@ -101,4 +101,3 @@ func TestModelRoutesAnswerNotModified(t *testing.T) {
 		})
 	}
 }
-
