@@ -59,8 +59,8 @@ func NewSealer(key []byte) (*Sealer, error) {
 }
 
 // Seal encrypts key for (workspaceID, provider). The result is
-// version || nonce || ciphertext || tag and is meant for
-// files.ProviderKeys.PutProviderKey.
+// version || nonce || ciphertext || tag, what the store keeps of a provider
+// key (keys.ProviderKeys and keys.Operator seal before they store).
 func (s *Sealer) Seal(workspaceID, provider string, key Secret) ([]byte, error) {
 	if key.IsZero() {
 		return nil, ErrInvalidKey
