@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/catalog"
-	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/gateway/accesslog"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/limits"
@@ -71,11 +70,7 @@ func (spentStandings) Standings(context.Context, spend.Windows) ([]spend.KeyStan
 // drives it over HTTP, and returning the status answered.
 func lookupChain(tb testing.TB, s lookupSetup) func() int {
 	tb.Helper()
-	data, err := configs.Shipped.ReadFile("models.yaml")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := catalog.FromBytes(data)
+	c, err := loadShipped() // read-only, so shared with the other tests
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -41,13 +41,14 @@ func TestStalledBodyIsClosed(t *testing.T) {
 	t.Parallel() // real sockets and real deadlines: waits that can overlap
 	api := mustNew(t, Options{Log: zap.NewNop(), BodyReadTimeout: 200 * time.Millisecond})
 	srv := httptest.NewServer(api.Handler())
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the parallel subtests, which a defer would not wait for
 	for name, raw := range map[string]string{
 		"nothing sent to a route that ignores it": "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n",
 		"stalled after 10 of 100 bytes":           "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789",
 		"chunked, no chunk ever":                  "POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // a connection of its own
 			start := time.Now()
 			rawRequest(t, srv, raw, 5*time.Second)
 			if d := time.Since(start); d < 150*time.Millisecond {

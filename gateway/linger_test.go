@@ -188,6 +188,7 @@ func TestSmallUnreadBodyKeepsTheConnection(t *testing.T) {
 func TestLingeringIsBounded(t *testing.T) {
 	t.Parallel() // real sockets and real deadlines: waits that can overlap
 	t.Run("declared rest over the byte bound is not drained", func(t *testing.T) {
+		t.Parallel() // a server of its own
 		addr := lingerServer(t, Options{LingeringClose: Lingering{MaxBytes: 1 << 20, Timeout: 10 * time.Second}})
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -207,6 +208,7 @@ func TestLingeringIsBounded(t *testing.T) {
 		}
 	})
 	t.Run("a stalled body is dropped after the idle timeout", func(t *testing.T) {
+		t.Parallel() // a server of its own
 		addr := lingerServer(t, Options{BodyReadTimeout: 300 * time.Millisecond, LingeringClose: Lingering{MaxBytes: 64 << 20, Timeout: 30 * time.Second}})
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {

@@ -49,6 +49,7 @@ func TestDownloadToAClientThatStopsReading(t *testing.T) {
 	t.Parallel() // real sockets and real deadlines: waits that can overlap
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			t.Parallel() // a reader and a server of its own
 			fr := &stalledReader{data: make([]byte, 64<<20), stream: stream, closed: make(chan struct{})}
 			api, _ := newTestAPI(t, Options{FileReader: fr, BodyReadTimeout: 300 * time.Millisecond, MinUploadRate: 1 << 40})
 			srv := httptest.NewServer(api.Handler())
