@@ -34,6 +34,7 @@ func (s *syncBuffer) String() string {
 // and a clean shutdown writes all of it: one line per request answered,
 // none lost at exit.
 func TestServeWritesEveryAccessLineBeforeExit(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.Server.Listen = "127.0.0.1:0"
 	cfg.Server.DrainDelay = 0

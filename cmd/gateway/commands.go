@@ -26,6 +26,19 @@ func newFlags(name string) (*flag.FlagSet, *string) {
 	return fs, path
 }
 
+// parseFlags parses args into fs and refuses what is left over: a value
+// with a space that was not quoted (--name my key) must not be cut short
+// silently.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (quote a value that has spaces)", fs.Arg(0))
+	}
+	return nil
+}
+
 // openRuntime loads the configuration at path and opens the runtime every command
 // works on. Configuration errors are returned before anything is opened.
 func openRuntime(ctx context.Context, path string, e env) (*app.Runtime, error) {
@@ -44,7 +57,7 @@ const listenEnv = "GATEWAY_LISTEN"
 func serve(ctx context.Context, args []string, e env) error {
 	fs, path := newFlags("serve")
 	listen := fs.String("listen", "", "address to listen on, host:port (default: server.listen, or $"+listenEnv+")")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := app.LoadConfig(*path, e.getenv)
@@ -85,7 +98,7 @@ func serve(ctx context.Context, args []string, e env) error {
 
 func migrate(ctx context.Context, args []string, e env) error {
 	fs, path := newFlags("migrate")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	rt, err := openRuntime(ctx, *path, e) // opening the store applies the migrations
@@ -106,7 +119,7 @@ func keysCreate(ctx context.Context, args []string, e env) error {
 	service := fs.Bool("service", false, "make a service key (for other gateway components: model lookups, reading the files of every workspace of the user)")
 	ws := fs.String("workspace", "", "workspace id or slug of a standard key (default: the user's default workspace)")
 	models := fs.String("models", "", "comma-separated model ids the key may look up (default: all)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	var problems []string
@@ -155,7 +168,7 @@ func byokSet(ctx context.Context, args []string, e env) error {
 	fs, path := newFlags("byok set")
 	wsID := fs.String("workspace", "", "workspace id (UUID)")
 	provider := fs.String("provider", "", "openai or anthropic")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if !files.IsProvider(*provider) {

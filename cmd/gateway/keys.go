@@ -15,7 +15,7 @@ import (
 func keysList(ctx context.Context, args []string, e env) error {
 	fs, path := newFlags("keys list")
 	user := fs.String("user", "", "the id of the user whose keys to list")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if !keys.ValidUserID(*user) {
@@ -51,11 +51,11 @@ func keysList(ctx context.Context, args []string, e env) error {
 func keysChange(ctx context.Context, verb string, args []string, e env) error {
 	fs, path := newFlags("keys " + verb)
 	id := fs.String("id", "", "the public id of the key (the part after sk-gw- and before the dot)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if _, ok := keys.ParseID(*id); !ok {
-		return errors.New("--id is required: the key's public id, 16 hexadecimal characters")
+		return errors.New("--id: must be the key's public id, 16 hexadecimal characters (the part of the key between sk-gw- and the dot)")
 	}
 	rt, err := openRuntime(ctx, *path, e)
 	if err != nil {

@@ -91,7 +91,9 @@ func TestKeysCreateRefusals(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--user", "alice"}, []string{"--name: must be 1 to 100 characters"}},
+		{[]string{"--user", "alice"}, []string{"--name: must not be empty"}},
+		{[]string{"--user", "alice", "--name", "a\tb"}, []string{"--name: must not contain control characters"}},
+		{[]string{"--user", "alice", "--name", "my", "key"}, []string{`unexpected argument "key"`}},
 		{[]string{"--name", "n", "--user", "al ice"}, []string{"--user: must be 1 to 128 characters"}},
 		{[]string{"--name", strings.Repeat("n", 101)}, []string{"--name:", "--user:"}},
 		{[]string{"--name", "n", "--user", "alice", "--management", "--workspace", "w"}, []string{"--workspace: applies to standard keys only"}},

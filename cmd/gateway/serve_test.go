@@ -19,6 +19,7 @@ import (
 // TestServeRefusesBadConfigBeforeListening: every problem is named and no
 // socket is ever opened.
 func TestServeRefusesBadConfigBeforeListening(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	bad := "server:\n  listen: \"127.0.0.1:0\"\n  listn: typo\nlog:\n  level: loud\nlimits:\n  max_file_bytes: lots\n"
 	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
@@ -52,6 +53,7 @@ func TestServeRefusesBadConfigBeforeListening(t *testing.T) {
 }
 
 func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{nil, {"frobnicate"}, {"keys"}, {"byok", "get"}} {
 		if err := runWith(context.Background(), args, env{getenv: testGetenv, stdout: io.Discard, stderr: io.Discard}); err == nil {
 			t.Errorf("run %v: want a usage error", args)
@@ -63,6 +65,7 @@ func TestUnknownCommand(t *testing.T) {
 // during the drain delay, an upload in flight finishes within the grace
 // period, and new connections are refused once the listener closes.
 func TestServeDrainsOnShutdown(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.Server.Listen = "127.0.0.1:0"
 	cfg.Server.DrainDelay = 300 * time.Millisecond
@@ -194,6 +197,7 @@ func TestServeDrainsOnShutdown(t *testing.T) {
 // GATEWAY_LISTEN, which overrides the configuration; once listening, serve
 // prints where the console is as a plain line, every start.
 func TestServeListenAndWelcome(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.Server.Listen = "127.0.0.1:1" // never used: every case overrides it
 	cfg.Console.Enabled = true

@@ -60,11 +60,12 @@ func runGateway(t *testing.T, within time.Duration, args ...string) (int, string
 // status 1 and one line on stderr naming the problem — never a panic, a
 // stack or a hang.
 func TestServeStartupFailures(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer taken.Close()
+	t.Cleanup(func() { taken.Close() }) // after the parallel subtests, which a defer would not wait for
 
 	tests := []struct {
 		name   string
@@ -103,6 +104,7 @@ func TestServeStartupFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a configuration, directories and a process of its own
 			cfg := testConfig(t)
 			cfg.Server.Listen = "127.0.0.1:0"
 			tc.mutate(t, &cfg)

@@ -146,15 +146,7 @@ func (f ProviderKeyFields) CheckFields(p *invalid.Problems) {
 		p.Add("provider", "must be openai or anthropic")
 	}
 	if f.Secret.Set {
-		s := f.Secret.Value.Reveal()
-		switch {
-		case strings.TrimSpace(s) == "":
-			p.Add("key", "must not be empty")
-		case len(s) > maxProviderSecret:
-			p.Add("key", "must be at most 4096 bytes")
-		case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-			p.Add("key", "must not contain spaces or control characters")
-		}
+		checkProviderSecret(f.Secret.Value, p)
 	}
 	if name := f.Name.Value; name != nil && (utf8.RuneCountInString(*name) > MaxNameChars || strings.ContainsFunc(*name, unicode.IsControl)) {
 		p.Add("name", "must be at most 100 characters, without control characters")
@@ -169,6 +161,21 @@ func (f ProviderKeyFields) CheckFields(p *invalid.Problems) {
 	checkItems("allowed_models", f.AllowedModels.Value, p)
 	if v := f.SortOrder.Value; v < -maxSortOrder || v > maxSortOrder {
 		p.Add("sort_order", SortOrderRule)
+	}
+}
+
+// checkProviderSecret applies the rule of a provider's key, whoever stores
+// it (/byok or the operator's byok set): it goes into an HTTP header of
+// every call to the provider, so it is one bounded token.
+func checkProviderSecret(secret seal.Secret, p *invalid.Problems) {
+	s := secret.Reveal()
+	switch {
+	case strings.TrimSpace(s) == "":
+		p.Add("key", "must not be empty")
+	case len(s) > maxProviderSecret:
+		p.Add("key", "must be at most 4096 bytes")
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		p.Add("key", "must not contain spaces or control characters")
 	}
 }
 

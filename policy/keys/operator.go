@@ -5,7 +5,6 @@ import (
 	"iter"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/policy/keys/seal"
@@ -57,7 +56,8 @@ func NewOperator(store OperatorStore, workspaces Workspaces, sealer func() (*sea
 
 // NewKeyRequest describes a key the operator makes.
 type NewKeyRequest struct {
-	// Name is shown in lists: 1 to MaxOperatorNameChars characters.
+	// Name is shown in lists: the rule of a name given over HTTP (1 to
+	// MaxNameChars characters, no control characters).
 	Name string
 	// User is the id of the user the key belongs to (see ValidUserID); the
 	// user is recorded if new.
@@ -70,9 +70,6 @@ type NewKeyRequest struct {
 	// catalog ids; nil allows all.
 	Models []string
 }
-
-// MaxOperatorNameChars bounds the name of a key the operator makes.
-const MaxOperatorNameChars = 100
 
 // MaxUserIDLen bounds a user id.
 const MaxUserIDLen = 128
@@ -97,9 +94,7 @@ func ValidUserID(s string) bool {
 // "user", "role", "workspace"), or nil.
 func (r NewKeyRequest) Check() error {
 	var p invalid.Problems
-	if strings.TrimSpace(r.Name) == "" || utf8.RuneCountInString(r.Name) > MaxOperatorNameChars {
-		p.Add("name", "must be 1 to 100 characters")
-	}
+	checkName(r.Name, &p) // the rule of a name given over HTTP
 	if !ValidUserID(r.User) {
 		p.Add("user", "must be 1 to 128 characters of letters, digits, '-', '_', '.', '@'")
 	}
@@ -197,9 +192,7 @@ func (o *Operator) SetProviderKey(ctx context.Context, workspaceID, provider str
 	if !IsProvider(provider) {
 		p.Add("provider", "must be openai or anthropic")
 	}
-	if strings.TrimSpace(secret.Reveal()) == "" {
-		p.Add("key", "must not be empty")
-	}
+	checkProviderSecret(secret, &p) // the rule of a key given over /byok
 	if err := p.Err(); err != nil {
 		return err
 	}

@@ -167,6 +167,8 @@ func TestOperatorCreateRefusals(t *testing.T) {
 		{"no name", NewKeyRequest{User: "alice", Role: RoleStandard}, []string{"name"}},
 		{"blank name", NewKeyRequest{Name: "  ", User: "alice", Role: RoleStandard}, []string{"name"}},
 		{"long name", NewKeyRequest{Name: strings.Repeat("é", 101), User: "alice", Role: RoleStandard}, []string{"name"}},
+		{"name with a control character", NewKeyRequest{Name: "a\tb", User: "alice", Role: RoleStandard}, []string{"name"}},
+		{"name clearing the terminal", NewKeyRequest{Name: "\x1b[2J", User: "alice", Role: RoleStandard}, []string{"name"}},
 		{"no user", NewKeyRequest{Name: "n", Role: RoleStandard}, []string{"user"}},
 		{"user with a space", NewKeyRequest{Name: "n", User: "al ice", Role: RoleStandard}, []string{"user"}},
 		{"unknown role", NewKeyRequest{Name: "n", User: "alice", Role: "root"}, []string{"role"}},
@@ -315,6 +317,10 @@ func TestOperatorSetProviderKey(t *testing.T) {
 		{"not-a-uuid", ProviderOpenAI, "k", []string{"workspace"}},
 		{ws, "mistral", "k", []string{"provider"}},
 		{ws, ProviderAnthropic, "  ", []string{"key"}},
+		{ws, ProviderAnthropic, "sk-a b", []string{"key"}},
+		{ws, ProviderAnthropic, "sk-a\x01b", []string{"key"}},
+		{ws, ProviderAnthropic, "sk-\xff\xfe", []string{"key"}},
+		{ws, ProviderOpenAI, strings.Repeat("k", 4097), []string{"key"}},
 		{"", "", "", []string{"key", "provider", "workspace"}},
 	} {
 		err := op.SetProviderKey(ctx, tc.workspace, tc.provider, seal.NewSecret(tc.secret))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,14 +115,31 @@ func withConsole(api, c http.Handler) http.Handler {
 }
 
 // wantsHTML reports whether r is a browser's navigation: its Accept names
-// text/html (browsers send it first; API clients never do).
+// text/html before any JSON type (browsers send it first; API clients
+// never do) and does not refuse it with q=0.
 func wantsHTML(r *http.Request) bool {
 	for _, accept := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(accept, ",") {
-			mediaType, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-			if strings.EqualFold(strings.TrimSpace(mediaType), "text/html") {
-				return true
+			mediaType, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+			mediaType = strings.ToLower(strings.TrimSpace(mediaType))
+			if mediaType == "application/json" || strings.HasSuffix(mediaType, "+json") {
+				return false
 			}
+			if mediaType == "text/html" {
+				return !refused(params)
+			}
+		}
+	}
+	return false
+}
+
+// refused reports whether the parameters of an Accept entry hold q=0.
+func refused(params string) bool {
+	for p := range strings.SplitSeq(params, ";") {
+		name, value, _ := strings.Cut(strings.TrimSpace(p), "=")
+		if strings.EqualFold(strings.TrimSpace(name), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			return err == nil && q == 0
 		}
 	}
 	return false
