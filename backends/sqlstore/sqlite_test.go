@@ -133,6 +133,7 @@ func TestMigrationsMatch(t *testing.T) {
 // waits for it rather than failing with SQLITE_BUSY, which switching the
 // file to WAL gets at once instead of from the busy timeout.
 func TestSQLiteOpenWaitsForTheFileLock(t *testing.T) {
+	t.Parallel() // a database file of its own; its wait overlaps the others' work
 	path := filepath.Join(t.TempDir(), "gateway.db")
 	other, err := sql.Open("sqlite", path)
 	if err != nil {
