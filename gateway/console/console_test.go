@@ -18,6 +18,7 @@ import (
 )
 
 func TestEveryAnswerCarriesTheSafetyHeaders(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	b := g.browser(t)
 	for _, path := range []string{"/console/sign-in", "/console/workspaces", "/console/no-such-page"} {
@@ -43,6 +44,7 @@ func TestEveryAnswerCarriesTheSafetyHeaders(t *testing.T) {
 }
 
 func TestAssetsAreFingerprintedAndCachedForLong(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	b := g.browser(t)
 	links := regexp.MustCompile(`/console/assets/console\.[0-9a-f]{12}\.(css|js)`).FindAllString(b.get("/console/sign-in").Body, -1)
@@ -61,6 +63,7 @@ func TestAssetsAreFingerprintedAndCachedForLong(t *testing.T) {
 }
 
 func TestSignInSealsTheKeyInAStrictCookie(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	b := g.browser(t)
 	p := b.post("/console/sign-in", url.Values{"csrf": {b.csrf("/console/sign-in")}, "key": {g.Management}})
@@ -94,6 +97,7 @@ func TestSignInSealsTheKeyInAStrictCookie(t *testing.T) {
 }
 
 func TestSecureCookieBehindATrustedTLSProxy(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.Server.TrustedProxies = []string{"127.0.0.1/32", "::1/128"}
 	g := startGateway(t, cfg, true)
@@ -115,6 +119,7 @@ func TestSecureCookieBehindATrustedTLSProxy(t *testing.T) {
 }
 
 func TestWrongKeyIsRefusedAndLimitedPerAddress(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.Limits.Rate.AuthFailures.Requests, cfg.Limits.Rate.AuthFailures.Burst = 3, 3
 	g := startGateway(t, cfg, true)
@@ -138,6 +143,7 @@ func TestWrongKeyIsRefusedAndLimitedPerAddress(t *testing.T) {
 }
 
 func TestFormsNeedTheSessionToken(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	b := g.browser(t)
 	b.signIn(g.Management)
@@ -159,6 +165,7 @@ func TestFormsNeedTheSessionToken(t *testing.T) {
 }
 
 func TestCrossSitePostIsRefused(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	b := g.browser(t)
 	b.signIn(g.Management)
@@ -174,6 +181,7 @@ func TestCrossSitePostIsRefused(t *testing.T) {
 }
 
 func TestWorkspaceLifecycleAndRefusalInTheAPIsWords(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	b := g.browser(t)
 	b.signIn(g.Management)
@@ -215,6 +223,7 @@ func TestWorkspaceLifecycleAndRefusalInTheAPIsWords(t *testing.T) {
 const hostile = `<img src=x onerror=alert(1)>`
 
 func TestNamesAreShownAsText(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	api := g.api(t, g.Management)
 	if _, err := api.CreateWorkspace(context.Background(), client.WorkspaceCreate{Name: hostile, Slug: "hostile"}); err != nil {
@@ -266,6 +275,7 @@ func (b *visitor) upload(path, csrf, name string, content []byte, size bool) ans
 }
 
 func TestUploadDownloadDeleteAndRefusals(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.Limits.MaxFileBytes = 1 << 20
 	g := startGateway(t, cfg, true)
@@ -317,6 +327,7 @@ func TestUploadDownloadDeleteAndRefusals(t *testing.T) {
 }
 
 func TestRevokedKeyEndsTheSession(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	api := g.api(t, g.Management)
 	created, err := api.CreateKey(context.Background(), client.KeyCreate{Name: "to revoke"})
@@ -353,6 +364,7 @@ func TestRevokedKeyEndsTheSession(t *testing.T) {
 }
 
 func TestStandardKeyIsReadOnlyOutsideItsFiles(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	b := g.browser(t)
 	b.signIn(g.createKey(t, keys.RoleStandard))
@@ -375,6 +387,7 @@ func TestStandardKeyIsReadOnlyOutsideItsFiles(t *testing.T) {
 }
 
 func TestConsoleOffIsAnUnknownPathOfTheAPI(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.Console.Enabled = false
 	g := startGateway(t, cfg, true)
@@ -388,6 +401,7 @@ func TestConsoleOffIsAnUnknownPathOfTheAPI(t *testing.T) {
 }
 
 func TestFirstRunMakesOneManagementKeyOnce(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), false)
 	link := g.app.FirstRunLink("127.0.0.1:8080")
 	if !strings.HasPrefix(link, "http://127.0.0.1:8080/console/first-run?token=") {
@@ -429,6 +443,7 @@ func TestFirstRunMakesOneManagementKeyOnce(t *testing.T) {
 }
 
 func TestNoFirstRunOnceAKeyExists(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	if link := g.app.FirstRunLink("127.0.0.1:8080"); link != "" {
 		t.Errorf("a key exists, yet a first-run link %q is offered", link)
@@ -439,6 +454,7 @@ func TestNoFirstRunOnceAKeyExists(t *testing.T) {
 // copy of the cookie (another tab's, or one stolen) opens nothing after
 // it, on any replica, since the sign-out is recorded in the shared store.
 func TestSignOutEndsEveryCopyOfTheSession(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	b := g.browser(t)
 	b.signIn(g.Management)

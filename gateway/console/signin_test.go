@@ -25,6 +25,7 @@ func countWhoami(api http.Handler) (http.Handler, *atomic.Int32) {
 // carried over its redirects (to /console/, then to the first page), which
 // is shown exactly as a page that asked. Every later page asks again.
 func TestSignInAsksWhoTheKeyIsOnce(t *testing.T) {
+	t.Parallel()
 	g := startGateway(t, testConfig(t), true)
 	for _, tc := range []struct {
 		name, key, first string
