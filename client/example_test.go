@@ -5,22 +5,18 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/aigateway/gateway/client"
-	"github.com/aigateway/gateway/cmd/gateway/app"
-	"github.com/aigateway/gateway/configs"
-	"github.com/aigateway/gateway/policy/keys"
 )
 
 // A component that is handed a file id (in a request it serves) resolves it
 // to the file's bytes with a service key: service keys may read every file
 // of their user's workspaces, downloadable or not, and write nothing.
 func Example_serviceKeyReadsFile() {
-	gw := startExampleGateway() // a whole gateway, as `gateway serve` wires it
+	gw := startExampleGateway() // a gateway holding alice's notes.txt
 	defer gw.close()
 
 	// What the component is given: the gateway's address, its service key
@@ -50,63 +46,47 @@ func Example_serviceKeyReadsFile() {
 	// hello, world
 }
 
-// exampleGateway is a gateway on a temporary SQLite database and directory,
-// holding one file uploaded by an ordinary key of alice's.
+// exampleGateway stands in for a gateway holding one file of alice's
+// workspace: it answers the two calls of the example as the gateway's API
+// does (internal/e2e runs the same calls against a whole gateway).
 type exampleGateway struct {
 	url, serviceKey, workspaceID, fileID string
 	close                                func()
 }
 
 func startExampleGateway() *exampleGateway {
-	dir, err := os.MkdirTemp("", "gateway-example")
-	if err != nil {
-		log.Fatal(err)
+	gw := &exampleGateway{
+		serviceKey:  "sk-gw-0123456789abcdef.example-service-key",
+		workspaceID: "0f8fad5b-d9cb-469f-a165-70867728950e",
+		fileID:      "file-5d0e5c2b7a9f4e3c",
 	}
-	cfg := configs.Default()
-	cfg.Metadata = configs.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
-	cfg.Storage.FS.Dir = filepath.Join(dir, "files")
-	cfg.Catalog.Path = "../configs/models.yaml"
-	cfg.Log.Level = "error"
-	ctx := context.Background()
-	sealing := "ZXhhbXBsZS1zZWFsaW5nLWtleS0zMi1ieXRlcy1sb24="
-	getenv := func(name string) string {
-		if name == "GATEWAY_BYOK_ENCRYPTION_KEY" {
-			return sealing
+	const content = "hello, world"
+	mux := http.NewServeMux()
+	allowed := func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "Bearer "+gw.serviceKey || r.URL.Query().Get("workspace_id") != gw.workspaceID ||
+			r.PathValue("id") != gw.fileID {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"error":{"code":404,"message":"File not found","metadata":null}}`)
+			return false
 		}
-		return ""
+		return true
 	}
-	rt, err := app.Open(ctx, cfg, app.Env{Getenv: getenv, Logs: io.Discard})
-	if err != nil {
-		log.Fatal(err)
-	}
-	a, err := app.Build(ctx, rt)
-	if err != nil {
-		log.Fatal(err)
-	}
-	srv := httptest.NewServer(a.Handler())
-	gw := &exampleGateway{url: srv.URL, close: func() {
-		srv.Close()
-		_ = a.Close()
-		_ = rt.Close()
-		_ = os.RemoveAll(dir)
-	}}
-
-	token, key, err := rt.CreateKey(ctx, keys.NewKeyRequest{Name: "uploader", User: "alice", Role: keys.RoleStandard})
-	if err != nil {
-		log.Fatal(err)
-	}
-	gw.workspaceID = key.WorkspaceID
-	if gw.serviceKey, _, err = rt.CreateKey(ctx, keys.NewKeyRequest{Name: "reader", User: "alice", Role: keys.RoleService}); err != nil {
-		log.Fatal(err)
-	}
-	uploader, err := client.New(srv.URL, token)
-	if err != nil {
-		log.Fatal(err)
-	}
-	f, err := uploader.UploadFile(ctx, client.Upload{Filename: "notes.txt", Content: strings.NewReader("hello, world"), Size: 12})
-	if err != nil {
-		log.Fatal(err)
-	}
-	gw.fileID = f.ID
+	mux.HandleFunc("GET /api/v1/files/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if allowed(w, r) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":%q,"filename":"notes.txt","mime_type":"text/plain","size_bytes":%d,"downloadable":false,`+
+				`"created_at":"2026-11-27T12:00:00Z","workspace_id":%q,"_shape":"service"}`, gw.fileID, len(content), gw.workspaceID)
+		}
+	})
+	mux.HandleFunc("GET /api/v1/files/{id}/content", func(w http.ResponseWriter, r *http.Request) {
+		if allowed(w, r) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Content-Disposition", `attachment; filename="notes.txt"`)
+			fmt.Fprint(w, content)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	gw.url, gw.close = srv.URL, srv.Close
 	return gw
 }
