@@ -259,7 +259,13 @@ func (m *Manager) Update(ctx context.Context, userID, id string, u UpdateRequest
 		return APIKey{}, ErrKeyNotFound
 	}
 	if u.Empty() {
-		return m.store.UserKey(ctx, userID, id)
+		// Nothing to change, but the same answer as a change: a key of
+		// another role is the CLI's, whatever the body holds.
+		k, err := m.store.UserKey(ctx, userID, id)
+		if err == nil && k.Role != RoleStandard {
+			return APIKey{}, ErrManagedByCLI
+		}
+		return k, err
 	}
 	return m.store.UpdateKey(ctx, userID, id, u, m.now().UTC().Truncate(time.Microsecond))
 }
