@@ -442,6 +442,25 @@ func TestFirstRunMakesOneManagementKeyOnce(t *testing.T) {
 	}
 }
 
+// TestFirstRunEndsWhenAKeyIsMadeElsewhere: a key made with the CLI while
+// the link is open ends the link; it mints no management key.
+func TestFirstRunEndsWhenAKeyIsMadeElsewhere(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, testConfig(t), false)
+	u, _ := url.Parse(g.app.FirstRunLink("127.0.0.1:8080"))
+	token := u.Query().Get("token")
+	b := g.browser(t)
+	form := b.csrf("/console/first-run?token=" + url.QueryEscape(token))
+	g.createKey(t, keys.RoleStandard) // the operator's CLI, meanwhile
+	p := b.post("/console/first-run", url.Values{"csrf": {form}, "token": {token}})
+	if p.StatusCode != http.StatusGone || strings.Contains(p.Body, `id="new-secret"`) {
+		t.Fatalf("first run after a key was made = %d, want 410 and no secret\n%s", p.StatusCode, p.Body)
+	}
+	if p := b.post("/console/first-run", url.Values{"csrf": {form}, "token": {token}}); p.StatusCode != http.StatusGone {
+		t.Errorf("the link again = %d, want 410", p.StatusCode)
+	}
+}
+
 func TestNoFirstRunOnceAKeyExists(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, testConfig(t), true)

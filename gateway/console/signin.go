@@ -230,7 +230,8 @@ type FirstRun struct {
 }
 
 // NewFirstRun makes a first-run token valid for ttl; create makes the
-// management key and returns its secret.
+// management key and returns its secret, or ErrFirstRunOver once any key
+// exists.
 func NewFirstRun(ttl time.Duration, create func(ctx context.Context) (string, error)) *FirstRun {
 	return &FirstRun{token: newToken(), expires: time.Now().Add(ttl), create: create, now: time.Now}
 }
@@ -275,7 +276,12 @@ type firstRunData struct {
 	Secret    string
 }
 
-const firstRunGone = "This first-run link has already been used or has expired. Sign in with a key, or create one with `gateway keys create --management`."
+const firstRunGone = "This first-run link has already been used or has expired, or a key exists already. Sign in with a key, or create one with `gateway keys create --management --name NAME --user USER`."
+
+// ErrFirstRunOver is what a FirstRun's create returns when the gateway is
+// no longer empty (a key was made some other way): the link mints nothing
+// and is used up.
+var ErrFirstRunOver = errors.New("console: a key exists already; the first-run link is over")
 
 func (c *Console) firstRunPage(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get("token")
@@ -303,6 +309,10 @@ func (c *Console) firstRunCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret, err := c.firstRun.create(r.Context())
+	if errors.Is(err, ErrFirstRunOver) {
+		c.refuse(w, r, http.StatusGone, firstRunGone)
+		return
+	}
 	if err != nil {
 		c.firstRun.giveBack()
 		c.log.Error("console: first-run key creation failed", "err", err)

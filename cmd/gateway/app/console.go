@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -42,6 +43,12 @@ func (a *App) buildConsole(ctx context.Context, api http.Handler, sealingKey []b
 		}
 		if !any {
 			firstRun = console.NewFirstRun(firstRunTTL, func(ctx context.Context) (string, error) {
+				// The link is for an empty gateway: once a key exists
+				// (made with the CLI while the link was open), it mints
+				// nothing.
+				if exists, err := a.rt.store.AnyKey(ctx); err != nil || exists {
+					return "", cmp.Or(err, console.ErrFirstRunOver)
+				}
 				token, _, err := a.rt.CreateKey(ctx, keys.NewKeyRequest{Name: "first management key (console)", User: firstRunUser, Role: keys.RoleManagement})
 				return token, err
 			})
