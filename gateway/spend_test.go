@@ -259,3 +259,14 @@ func TestDailyUsageQuery(t *testing.T) {
 		t.Errorf("a key over its limit: %d, want 402", rec.Code)
 	}
 }
+
+// TestSpendNotKnownYetIs503: a replica that has not read what is spent
+// answers 503 with Retry-After, in the envelope, and serves nothing.
+func TestSpendNotKnownYetIs503(t *testing.T) {
+	api, _ := newTestAPI(t, Options{SpendGuard: guardOf{standardKey.ID: spend.ErrNotReady}})
+	rec := do(t, api.Handler(), "GET", apiPrefix+"/models", "standard", nil)
+	env := decodeEnvelope(t, rec)
+	if rec.Code != http.StatusServiceUnavailable || env.Error.Code != 503 || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("before the first refresh: %d %+v, Retry-After %q; want 503 with Retry-After", rec.Code, env, rec.Header().Get("Retry-After"))
+	}
+}

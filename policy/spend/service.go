@@ -10,6 +10,7 @@ import (
 
 	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
+	"github.com/aigateway/gateway/internal/outage"
 	"github.com/aigateway/gateway/policy/keys"
 )
 
@@ -275,9 +276,30 @@ type Enforcer struct {
 	now     func() time.Time
 }
 
-// Decide is the 402 decision for k on this replica's current view.
+// ErrNotReady: the Enforcer has not read what is spent yet, so it cannot
+// decide (503, try again); service keys, never refused for spend, pass.
+// It wraps outage.ErrUnavailable.
+var ErrNotReady = fmt.Errorf("spend limits and budgets not read yet: %w", outage.ErrUnavailable)
+
+// Decide is the 402 decision for k on this replica's current view. Until
+// the first refresh has succeeded there is no view, and an empty one
+// would let every key spend: it answers ErrNotReady instead.
 func (e *Enforcer) Decide(k *keys.APIKey) error {
-	return e.snap.Load().Decide(k)
+	s := e.snap.Load()
+	if s == nil && k.Role != keys.RoleService {
+		return ErrNotReady
+	}
+	return s.Decide(k)
+}
+
+// Ready reports whether the Enforcer has a view to decide on (nil) or
+// ErrNotReady: the replica's readiness check, so that no load balancer
+// sends it requests before it knows what is spent.
+func (e *Enforcer) Ready(context.Context) error {
+	if e.snap.Load() == nil {
+		return ErrNotReady
+	}
+	return nil
 }
 
 // Refresh computes a new view now.

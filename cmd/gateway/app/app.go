@@ -46,6 +46,10 @@ const authCacheTTL = 10 * time.Second
 // of the log takes up to a second.
 const revocationBound = 4 * time.Second
 
+// firstSpendRefresh bounds the start's wait for the first view of what is
+// spent; past it the replica starts unready and keeps trying.
+const firstSpendRefresh = 10 * time.Second
+
 // App is the gateway wired from its configuration: the HTTP surface and
 // the services behind it, on a Runtime it does not own.
 type App struct {
@@ -111,6 +115,7 @@ func (a *App) build(ctx context.Context) error {
 		return err
 	}
 	a.startWorkers(bucket, svc)
+	ready["spend"] = svc.enforcer.Ready
 
 	a.api, err = gateway.New(gateway.Options{
 		Log:             a.rt.Log,
@@ -314,6 +319,15 @@ func (a *App) startWorkers(bucket blob.Bucket, svc services) {
 		"reading key changes failed; revocations wait until it works again",
 		"reading key changes works again")}
 	a.background("revoker", revoker.Run)
+	// A replica decides nothing about spend before it knows the spend: the
+	// first view is read before the listener opens (bounded, so that a
+	// database that hangs does not hang the start), and until one is read
+	// the replica is not ready and refuses keyed requests with 503.
+	first, cancel := context.WithTimeout(context.Background(), firstSpendRefresh)
+	if err := svc.enforcer.Refresh(first); err != nil {
+		log.Warn("spend limits not read at start; not ready until they are", zap.Error(err))
+	}
+	cancel()
 	a.background("spend refresh", svc.enforcer.Run)
 }
 
