@@ -140,7 +140,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /console/keys/{hash}/{change}", c.action(c.changeKey))
 
 	m.HandleFunc("GET /console/files", c.page(c.files))
-	m.HandleFunc("POST /console/files", c.action(c.uploadFile))
+	m.HandleFunc("POST /console/files", c.streamedAction(c.uploadFile))
 	m.HandleFunc("GET /console/files/{id}/content", c.page(c.downloadFile))
 	m.HandleFunc("POST /console/files/{id}/delete", c.action(c.deleteFile))
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -161,6 +162,57 @@ func TestFormsNeedTheSessionToken(t *testing.T) {
 		if w.Slug == "no-token" || w.Slug == "forged" {
 			t.Errorf("workspace %q was created by a refused form", w.Slug)
 		}
+	}
+}
+
+// TestMultipartFormsNeedTheSessionToken: a state-changing form posted as
+// multipart/form-data is held to the token like any other (field report:
+// key disable, workspace delete and the rest passed without one); only the
+// upload reads its token from the stream itself.
+func TestMultipartFormsNeedTheSessionToken(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, testConfig(t), true)
+	b := g.browser(t)
+	b.signIn(g.Management)
+	token := b.csrf("/console/workspaces")
+	multipartPost := func(path string, fields url.Values) answer {
+		var body strings.Builder
+		mw := multipart.NewWriter(&body)
+		for k, vs := range fields {
+			for _, v := range vs {
+				_ = mw.WriteField(k, v)
+			}
+		}
+		_ = mw.Close()
+		req, _ := http.NewRequest(http.MethodPost, g.URL+path, strings.NewReader(body.String()))
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		return b.do(req)
+	}
+	if p := multipartPost("/console/workspaces", url.Values{"name": {"No token"}, "slug": {"mp-no-token"}}); p.StatusCode != http.StatusForbidden {
+		t.Errorf("multipart form without token = %d, want 403", p.StatusCode)
+	}
+	if p := multipartPost("/console/workspaces", url.Values{"csrf": {"forged"}, "name": {"Forged"}, "slug": {"mp-forged"}}); p.StatusCode != http.StatusForbidden {
+		t.Errorf("multipart form with a forged token = %d, want 403", p.StatusCode)
+	}
+	// The empty multipart body of the field report.
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/workspaces", strings.NewReader("--x--\r\n"))
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=x")
+	if p := b.do(req); p.StatusCode != http.StatusForbidden {
+		t.Errorf("empty multipart body = %d, want 403", p.StatusCode)
+	}
+	if p := multipartPost("/console/workspaces", url.Values{"csrf": {token}, "name": {"With token"}, "slug": {"mp-token"}}); p.StatusCode != http.StatusSeeOther {
+		t.Errorf("multipart form with the token = %d, want 303 (a multipart form is still a form)", p.StatusCode)
+	}
+	page, err := g.api(t, g.Management).ListWorkspaces(context.Background(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slugs []string
+	for _, w := range page.Workspaces {
+		slugs = append(slugs, w.Slug)
+	}
+	if slices.Contains(slugs, "mp-no-token") || slices.Contains(slugs, "mp-forged") || !slices.Contains(slugs, "mp-token") {
+		t.Errorf("workspaces after the multipart forms: %v", slugs)
 	}
 }
 

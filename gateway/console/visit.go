@@ -146,16 +146,22 @@ func (c *Console) page(f pageFunc) http.HandlerFunc {
 
 // action adapts a state-changing form: a session is required, and the
 // form's CSRF token (field csrf, or the X-CSRF-Token header of the
-// console's script) must be the session's. Forms of files carry their
-// token in their first part, checked by their handler; every other form
-// is small and read whole here.
-func (c *Console) action(f pageFunc) http.HandlerFunc {
+// console's script) must be the session's, whatever the body's encoding:
+// a form is small and read whole here, urlencoded or multipart.
+func (c *Console) action(f pageFunc) http.HandlerFunc { return c.post(f, true) }
+
+// streamedAction is action for the one form read as a stream, the file
+// upload, whose handler checks the token as the body's first part before
+// it reads any other (see uploadFile).
+func (c *Console) streamedAction(f pageFunc) http.HandlerFunc { return c.post(f, false) }
+
+func (c *Console) post(f pageFunc, checkToken bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v := c.begin(w, r, false)
 		if v == nil {
 			return
 		}
-		if !strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		if checkToken {
 			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 			token := r.Header.Get("X-CSRF-Token")
 			if token == "" {
