@@ -202,6 +202,9 @@ type Rates struct {
 	Enabled *bool `yaml:"enabled"`
 	Default Rate  `yaml:"default"`
 	Files   Rate  `yaml:"files"`
+	// Usage limits usage reports per key: the other components report a
+	// fleet's requests with one service key.
+	Usage Rate `yaml:"usage"`
 	// AuthFailures limits failed authentications per client address.
 	AuthFailures Rate `yaml:"auth_failures"`
 }
@@ -285,6 +288,9 @@ func Default() Config {
 			Rate: Rates{
 				Default: Rate{Requests: 600, Per: time.Minute, Burst: 100},
 				Files:   Rate{Requests: 60, Per: time.Minute, Burst: 20},
+				// Batches of up to 1,000 reports: 100 a second carry
+				// 100,000 reports a second for the whole fleet.
+				Usage: Rate{Requests: 6000, Per: time.Minute, Burst: 600},
 				// Generous for a misconfigured client, far too slow to
 				// guess a key: 30 tries at once, then one every 2 s.
 				AuthFailures: Rate{Requests: 30, Per: time.Minute, Burst: 30},

@@ -272,7 +272,7 @@ func (c *Config) Validate() error {
 		// asked too often, and a slow round trip would lose uploads.
 		p.add("limits.upload_lease", "must be at least 3s")
 	}
-	for name, r := range map[string]Rate{"default": c.Limits.Rate.Default, "files": c.Limits.Rate.Files, "auth_failures": c.Limits.Rate.AuthFailures} {
+	for name, r := range map[string]Rate{"default": c.Limits.Rate.Default, "files": c.Limits.Rate.Files, "usage": c.Limits.Rate.Usage, "auth_failures": c.Limits.Rate.AuthFailures} {
 		path := "limits.rate." + name
 		p.positive(path+".requests", int64(r.Requests))
 		p.positive(path+".per", int64(r.Per))

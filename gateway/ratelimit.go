@@ -18,6 +18,8 @@ type RateLimits struct {
 	Limiter limits.Limiter
 	Default limits.Limit
 	Files   limits.Limit
+	// Usage limits usage reports (POST /usage, POST /keys/{hash}/usage).
+	Usage limits.Limit
 	// AuthFailures limits failed authentications per client address; a
 	// zero Rate turns that off.
 	AuthFailures limits.Limit
@@ -25,8 +27,11 @@ type RateLimits struct {
 
 // limit is the configured limit of a request class.
 func (l *RateLimits) limit(c limits.Class) limits.Limit {
-	if c == limits.ClassFiles {
+	switch c {
+	case limits.ClassFiles:
 		return l.Files
+	case limits.ClassUsage:
+		return l.Usage
 	}
 	return l.Default
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,5 +209,52 @@ func TestRateLimitHeaderValuesStandApart(t *testing.T) {
 	}
 	if got := h.Values("RateLimit-Reset"); len(got) != 1 || got[0] != "2" {
 		t.Errorf("RateLimit-Reset = %q", got)
+	}
+}
+
+// denyAndRecord refuses every request and records the limit each was
+// charged to.
+type denyAndRecord struct {
+	mu   sync.Mutex
+	keys []string
+	per  []limits.Limit
+}
+
+func (d *denyAndRecord) Allow(_ context.Context, key string, l limits.Limit, _ int64) (limits.Decision, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.keys = append(d.keys, key)
+	d.per = append(d.per, l)
+	return limits.Decision{Limit: l.Burst, RetryAfter: time.Second, ResetAfter: time.Second}, nil
+}
+
+// TestUsageReportsHaveTheirOwnClass: usage reports are charged to the
+// usage class of the key, with its limit, not to the key's default class
+// (a fleet's reports through one service key would use a person's limit
+// up, and be held to it).
+func TestUsageReportsHaveTheirOwnClass(t *testing.T) {
+	lim := &denyAndRecord{}
+	usage := limits.Limit{Rate: 6000, Per: time.Minute, Burst: 600}
+	api, _ := newTestAPI(t, Options{Limits: &RateLimits{
+		Limiter: lim,
+		Default: limits.Limit{Rate: 600, Per: time.Minute, Burst: 100},
+		Usage:   usage,
+	}})
+	h := api.Handler()
+	for _, path := range []string{apiPrefix + "/usage", apiPrefix + "/keys/00000000000000aa/usage"} {
+		if rec := do(t, h, "POST", path, "standard", strings.NewReader(`{}`)); rec.Code != http.StatusTooManyRequests {
+			t.Errorf("POST %s = %d, want 429 from the limiter", path, rec.Code)
+		}
+	}
+	if rec := do(t, h, "GET", apiPrefix+"/models", "standard", nil); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("GET /models = %d, want 429", rec.Code)
+	}
+	want := []string{limits.RequestsKey(limits.ClassUsage, standardKey.ID), limits.RequestsKey(limits.ClassUsage, standardKey.ID),
+		limits.RequestsKey(limits.ClassDefault, standardKey.ID)}
+	if !slices.Equal(lim.keys, want) {
+		t.Errorf("limits charged %v, want %v", lim.keys, want)
+	}
+	if len(lim.per) == 3 && (lim.per[0] != usage || lim.per[2].Burst != 100) {
+		t.Errorf("limits applied %+v", lim.per)
 	}
 }

@@ -180,6 +180,17 @@ func (a *API) router() *chi.Mux {
 	// The API's description is public: a client reads it before it has a key.
 	r.Get(apiPrefix+"/openapi.json", a.openAPI)
 
+	// Usage reports come from the other gateway components, a whole fleet's
+	// worth through one service key: a rate class of their own, so that
+	// they neither hit a person's limit nor use it up.
+	r.Group(func(r chi.Router) {
+		r.Use(requireKey(a.authn, a.log))
+		r.Use(limitRate(a.limits, limits.ClassUsage, a.log))
+		r.Use(refuseOverSpend(a.spendGuard, a.spendMetrics, a.log))
+		r.Post(apiPrefix+"/usage", a.keyed(a.reportUsage))
+		r.Post(apiPrefix+"/keys/{hash}/usage", a.keyed(a.reportKeyUsage))
+	})
+
 	r.Group(func(r chi.Router) {
 		r.Use(requireKey(a.authn, a.log))
 		r.Use(limitRate(a.limits, limits.ClassDefault, a.log))
@@ -195,9 +206,6 @@ func (a *API) router() *chi.Mux {
 			r.Get(apiPrefix+"/models/user", a.keyed(a.listModelsForUser))
 			r.Get(apiPrefix+"/models/{id}", a.keyed(a.retrieveModel))
 			r.Get(apiPrefix+"/models/{author}/{slug}/endpoints", a.keyed(a.modelEndpoints))
-			// Service keys report what the requests they ran cost.
-			r.Post(apiPrefix+"/usage", a.keyed(a.reportUsage))
-			r.Post(apiPrefix+"/keys/{hash}/usage", a.keyed(a.reportKeyUsage))
 			// The history of spend is behind the 402 like every route but
 			// GET /key: the contract exempts that one alone, and it already
 			// tells a refused key why (its limit, its usage in the current

@@ -35,6 +35,7 @@ func TestFleetSpend(t *testing.T) {
 	cfg.Redis.ReplicasHint = 3
 	cfg.Redis.Timeout = 200 * time.Millisecond
 	cfg.Limits.Rate.Default = configs.Rate{Requests: 100_000, Per: time.Minute, Burst: 10_000}
+	cfg.Limits.Rate.Usage = cfg.Limits.Rate.Default
 	path := writeConfigIn(t, dir, cfg)
 	admin := fleetManagementKey(t, path, "alice")
 	service := fleetRoleKey(t, path, "alice", keys.RoleService)

@@ -68,6 +68,7 @@ func BenchmarkUsageIngest(b *testing.B) {
 			cfg.Storage.FS.Dir = filepath.Join(dir, "files")
 			cfg.Catalog.Path = "../../configs/models.yaml"
 			cfg.Limits.Rate.Default = configs.Rate{Requests: 1 << 30, Per: time.Second, Burst: 1 << 30}
+			cfg.Limits.Rate.Usage = cfg.Limits.Rate.Default
 			rt, a := buildApp(b, cfg, io.Discard)
 			handler := a.Handler()
 			if discard {

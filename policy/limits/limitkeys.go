@@ -15,6 +15,10 @@ const (
 	ClassDefault Class = iota
 	// ClassFiles holds uploads, which also pass UploadAdmission.
 	ClassFiles
+	// ClassUsage holds usage reports, which the other gateway components
+	// send for a whole fleet with one service key: a class sized for that,
+	// not for a person's calls.
+	ClassUsage
 )
 
 // Names of the limits, as a denial reports them to the client
@@ -28,8 +32,11 @@ const (
 
 // RequestsKey is the key of the request limit of class c for one API key.
 func RequestsKey(c Class, keyID string) string {
-	if c == ClassFiles {
+	switch c {
+	case ClassFiles:
 		return "files:key:" + keyID
+	case ClassUsage:
+		return "usage:key:" + keyID
 	}
 	return "default:key:" + keyID
 }

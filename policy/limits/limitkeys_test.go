@@ -10,6 +10,7 @@ func TestLimitKeys(t *testing.T) {
 	}{
 		{"default requests", RequestsKey(ClassDefault, "k1"), "default:key:k1"},
 		{"file requests", RequestsKey(ClassFiles, "k1"), "files:key:k1"},
+		{"usage reports", RequestsKey(ClassUsage, "k1"), "usage:key:k1"},
 		{"uploads", UploadsKey("w1"), "files:ws:w1"},
 		{"upload bytes", UploadBytesKey("w1"), "upload_bytes:ws:w1"},
 		{"uploads in flight", UploadsInFlightKey("k1"), "uploads:key:k1"},

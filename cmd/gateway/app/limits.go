@@ -80,6 +80,7 @@ func openLimits(cfg configs.Config, log *zap.Logger, reg prometheus.Registerer, 
 			Limiter:      limiter,
 			Default:      limitOf(cfg.Limits.Rate.Default),
 			Files:        limitOf(cfg.Limits.Rate.Files),
+			Usage:        limitOf(cfg.Limits.Rate.Usage),
 			AuthFailures: limitOf(cfg.Limits.Rate.AuthFailures),
 		}
 		admission.Files = limitOf(cfg.Limits.Rate.Files)
