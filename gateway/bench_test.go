@@ -77,9 +77,14 @@ func lookupChain(tb testing.TB, s lookupSetup) func() int {
 	token, key, _ := keys.NewKey()
 	key.UserID, key.Role, key.WorkspaceID = "u", keys.RoleStandard, "ws-caller"
 	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	// As the wiring has it: a revocation bound, kept current by the
+	// revoker's reads of the change log (one here, within the bound).
+	auth := keys.NewAuthenticator(oneKeyStore{key}, 1<<62)
+	auth.SetRevocationBound(time.Hour)
+	auth.ChangeLogRead(time.Now())
 	o := Options{
 		Log:              zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zap.InfoLevel)),
-		Auth:             keys.NewAuthenticator(oneKeyStore{key}, 1<<62),
+		Auth:             auth,
 		Catalog:          catalog.NewStatic(c, slog.New(slog.DiscardHandler)),
 		DisableAccessLog: s.noAccessLog,
 	}
