@@ -2,7 +2,8 @@
 # run.sh CMD [ARG...]: start every server the integration tests need —
 # Redis, PostgreSQL, an S3-compatible server (versitygw) and a GCS emulator
 # (fake-gcs-server) — each ephemeral, on a free loopback port, in a temp dir;
-# find Chromium for the console's browser tests (installed if missing);
+# find Chromium and axe-core for the console's browser tests (installed if
+# missing);
 # export their addresses (GATEWAY_TEST_*); run CMD; stop them all and remove
 # their data on exit, whatever CMD did. Nothing already running on the
 # machine is used. Servers missing from the machine are installed from
@@ -44,6 +45,7 @@ source "$here/postgres.sh"
 source "$here/s3.sh"
 source "$here/gcs.sh"
 source "$here/chromium.sh"
+source "$here/axe.sh"
 
 # run.sh --prepare installs and builds what the servers need and starts
 # nothing: make test runs it beside go vet, so that a cold machine's minutes
@@ -53,6 +55,7 @@ if [ "${1:-}" = "--prepare" ]; then
   bindir=$(pg_bindir)
   [ -n "$bindir" ] && [ -x "$bindir/initdb" ] || apt_install postgresql
   find_chromium
+  find_axe "$root"
   build_tools "$root/.testenv/bin"
   exit 0
 fi
@@ -62,6 +65,7 @@ start_postgres "$state"
 start_s3 "$state"
 start_gcs "$state"
 find_chromium
+find_axe "$root"
 
 if [ $# -eq 0 ]; then
   set -- go test -race -count=1 ./...

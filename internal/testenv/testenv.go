@@ -21,6 +21,7 @@ const (
 	GCSEndpointVar = "GATEWAY_TEST_GCS_ENDPOINT"  // http://127.0.0.1:PORT/storage/v1/
 	GCSServerVar   = "GATEWAY_TEST_GCS_SERVER"    // path of the fake-gcs-server binary
 	ChromiumVar    = "GATEWAY_TEST_CHROMIUM"      // path of Debian's chromium, for the console's browser tests
+	AxeVar         = "GATEWAY_TEST_AXE"           // path of axe-core's axe.min.js, the accessibility rules the browser tests run
 )
 
 // InCI reports whether the tests run under CI, where every integration
