@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/aigateway/gateway/internal/displaytext"
 	"github.com/aigateway/gateway/internal/invalid"
 )
 
@@ -24,6 +25,7 @@ const (
 	RuleUTF8           = "utf8"
 	RuleControl        = "control_character"
 	RuleBidi           = "bidi_control"
+	RuleInvisible      = "invisible_character"
 	RuleReserved       = "reserved_character"
 	RuleLeadingSlash   = "leading_slash"
 	RuleTrailingSlash  = "trailing_slash"
@@ -35,14 +37,23 @@ const (
 var ruleText = map[string]string{
 	RuleMissing:       "the file part has no filename",
 	RuleLength:        fmt.Sprintf("must be 1 to %d characters", MaxFilenameChars),
-	RuleUTF8:          "must be valid UTF-8",
-	RuleControl:       "must not contain control characters",
-	RuleBidi:          "must not contain bidirectional override or isolate characters",
+	RuleUTF8:          displaytext.InvalidUTF8.Problem(),
+	RuleControl:       displaytext.Control.Problem(),
+	RuleBidi:          displaytext.Bidi.Problem(),
+	RuleInvisible:     displaytext.Invisible.Problem(),
 	RuleReserved:      `must not contain any of < > : " | ? * \`,
 	RuleLeadingSlash:  "must not start with /",
 	RuleTrailingSlash: "must not end with /",
 	RuleEmptySegment:  "must not contain an empty folder name (//)",
 	RuleDotSegment:    "must not contain a . or .. folder or file name",
+}
+
+// displayRules names the rules of displaytext as rules of a filename.
+var displayRules = map[displaytext.Rule]string{
+	displaytext.InvalidUTF8: RuleUTF8,
+	displaytext.Control:     RuleControl,
+	displaytext.Bidi:        RuleBidi,
+	displaytext.Invisible:   RuleInvisible,
 }
 
 // FilenameError says which rule a filename breaks. It unwraps to
@@ -79,11 +90,12 @@ func (e *FilenameError) FieldProblems() []invalid.Field {
 // and paragraph separators). The first broken rule is returned as a
 // *FilenameError.
 //
-// Bidirectional embedding, override and isolate characters (U+202A-U+202E,
-// U+2066-U+2069) are refused too, beyond the letter of the rules: they are
-// invisible and reorder what follows, so "invoice\u202Efdp.exe" displays as
-// "invoiceexe.pdf" wherever the name is shown again. No legitimate name needs
-// them: plain right-to-left text is ordered by the characters themselves.
+// Bidirectional controls and invisible formatting characters are refused
+// too, beyond the letter of the rules, by the rule every name shown to
+// people follows (internal/displaytext): they are invisible and reorder or
+// disguise the name, so "invoice\u202Efdp.exe" displays as "invoiceexe.pdf"
+// wherever the name is shown again. No legitimate name needs them: plain
+// right-to-left text is ordered by the characters themselves.
 //
 // name must be the raw value the client sent, folders included, not a
 // multipart reader's idea of a file name that keeps only the last path
@@ -98,14 +110,13 @@ func ValidateFilename(name string) error {
 	chars := 0
 	for i, r := range name {
 		chars++
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(name[i:], "\uFFFD"):
+		if r == utf8.RuneError && !strings.HasPrefix(name[i:], "\uFFFD") {
 			return &FilenameError{Rule: RuleUTF8, Position: chars}
-		case r < 0x20, r == 0x7f, 0x80 <= r && r <= 0x9f, r == '\u2028', r == '\u2029':
-			return &FilenameError{Rule: RuleControl, Position: chars}
-		case '\u202a' <= r && r <= '\u202e', '\u2066' <= r && r <= '\u2069':
-			return &FilenameError{Rule: RuleBidi, Position: chars}
-		case strings.ContainsRune(reservedCharacters, r):
+		}
+		if rule := displaytext.RuneRule(r); rule != displaytext.OK {
+			return &FilenameError{Rule: displayRules[rule], Position: chars}
+		}
+		if strings.ContainsRune(reservedCharacters, r) {
 			return &FilenameError{Rule: RuleReserved, Position: chars}
 		}
 	}

@@ -24,6 +24,7 @@ func TestValidateFilenameAccepts(t *testing.T) {
 		strings.Repeat("界", MaxFilenameChars),
 		strings.Repeat("a/", 127) + "b", // 255 characters
 		"a.", " leading and trailing space ",
+		"👨\u200d👩\u200d👧.png", // the zero-width joiners of an emoji sequence
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := ValidateFilename(name); err != nil {
@@ -69,6 +70,9 @@ func TestValidateFilenameRefuses(t *testing.T) {
 		{"left-to-right embedding", "\u202aa", RuleBidi, 1},
 		{"first strong isolate", "a\u2068b", RuleBidi, 2},
 		{"pop directional isolate", "a\u2069", RuleBidi, 2},
+		{"right-to-left mark", "a\u200fb.txt", RuleBidi, 2},
+		{"zero-width space", "in\u200bvoice.pdf", RuleInvisible, 3},
+		{"byte order mark", "\ufeffreport.pdf", RuleInvisible, 1},
 		{"leading slash", "/etc/passwd", RuleLeadingSlash, 1},
 		{"only a slash", "/", RuleLeadingSlash, 1},
 		{"trailing slash", "docs/", RuleTrailingSlash, 5},

@@ -250,6 +250,8 @@ func TestReadKeyCreation(t *testing.T) {
 		`{"name":null}`:           {"name": "must be a string"},
 		`{"name":7}`:              {"name": "must be a string"},
 		`{"name":"a\u0007b"}`:     {"name": "must not contain control characters"},
+		`{"name":"a\u202eb"}`:     {"name": "must not contain bidirectional control characters"},
+		`{"name":"a\u200bb"}`:     {"name": "must not contain invisible formatting characters"},
 		`{"name":"a","nme":"b"}`:  {"nme": "unknown field"},
 		`{"name":"a","name":"b"}`: {"name": "duplicate key"},
 		// A value read before its key comes again keeps its problem.

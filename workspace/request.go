@@ -6,9 +6,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/aigateway/gateway/internal/displaytext"
 	"github.com/aigateway/gateway/internal/invalid"
 )
 
@@ -152,8 +152,12 @@ func checkFields(u UpdateRequest, p *invalid.Problems) {
 			p.Add("name", fmt.Sprintf("must be 1 to %d characters", MaxNameChars))
 		case strings.TrimSpace(name) == "":
 			p.Add("name", "must not be blank")
-		case strings.IndexFunc(name, unicode.IsControl) >= 0:
-			p.Add("name", "must not contain control characters")
+		default:
+			// The rule of every name shown to people: a workspace's name
+			// is read in the console and in listings beside others.
+			if rule, _ := displaytext.Check(name); rule != displaytext.OK {
+				p.Add("name", rule.Problem())
+			}
 		}
 	}
 	if u.Slug.Set && !ValidSlug(u.Slug.Value) {

@@ -137,7 +137,8 @@ func (f ProviderKeyFields) CheckUpdate(p *invalid.Problems) {
 
 // CheckFields adds to p what is wrong with each field f sets, requiring
 // none: a provider the gateway speaks to, a secret that can be sent in a
-// header, a name of at most MaxNameChars characters, lists of at most
+// header, a name of at most MaxNameChars characters under the rule of
+// names shown to people (as a key's name), lists of at most
 // 1,000 items of 1 to 256 characters (key hashes where they name keys), a
 // sort order within SortOrderRule. It judges the fields of a document that
 // could not be read to its end.
@@ -148,8 +149,11 @@ func (f ProviderKeyFields) CheckFields(p *invalid.Problems) {
 	if f.Secret.Set {
 		checkProviderSecret(f.Secret.Value, p)
 	}
-	if name := f.Name.Value; name != nil && (utf8.RuneCountInString(*name) > MaxNameChars || strings.ContainsFunc(*name, unicode.IsControl)) {
-		p.Add("name", "must be at most 100 characters, without control characters")
+	if name := f.Name.Value; name != nil {
+		if utf8.RuneCountInString(*name) > MaxNameChars {
+			p.Add("name", "must be at most 100 characters")
+		}
+		checkDisplayName(*name, p)
 	}
 	checkItems("allowed_api_key_hashes", f.AllowedAPIKeys.Value, p)
 	for _, id := range f.AllowedAPIKeys.Value {

@@ -52,6 +52,23 @@ func TestProviderKeyFieldsCheck(t *testing.T) {
 			t.Errorf("%+v (create %v): named %v, want %v", c.f, c.create, got, c.want)
 		}
 	}
+	// A provider key's name follows the rule of every name shown to people,
+	// as a key's does: same problems, same words.
+	for name, want := range map[string]string{
+		"Prod \u202egnp.exe": "must not contain bidirectional control characters",
+		"pr\u200bod":         "must not contain invisible formatting characters",
+		"a\u0007":            "must not contain control characters",
+		"a\u2028b":           "must not contain control characters",
+		"שלום":               "",
+	} {
+		var p invalid.Problems
+		ProviderKeyFields{Name: Optional[*string]{true, &name}}.CheckUpdate(&p)
+		var k invalid.Problems
+		UpdateRequest{Name: Optional[string]{true, name}}.Check(&k)
+		if got := fieldsOf(&p)["name"]; got != want || fieldsOf(&k)["name"] != want {
+			t.Errorf("name %q: provider key %q, key %q; want %q for both", name, got, fieldsOf(&k)["name"], want)
+		}
+	}
 	// An unknown provider is that, not also a provider that cannot change.
 	var u invalid.Problems
 	ProviderKeyFields{Provider: set("gemini")}.CheckUpdate(&u)

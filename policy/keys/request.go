@@ -3,9 +3,9 @@ package keys
 import (
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/aigateway/gateway/internal/displaytext"
 	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
 )
@@ -78,8 +78,9 @@ func (r CreateRequest) Check(now time.Time, p *invalid.Problems) {
 }
 
 // CheckFields adds to p what is wrong with each field r gives, requiring
-// none: a name of 1 to MaxNameChars characters without control characters,
-// a limit of 0 or more, a window that exists, an expiry after now. It
+// none: a name of 1 to MaxNameChars characters that follows the rule of
+// names shown to people (internal/displaytext: no control, bidirectional
+// or invisible formatting characters), a limit of 0 or more, a window that exists, an expiry after now. It
 // judges the fields of a document that could not be read to its end.
 func (r CreateRequest) CheckFields(now time.Time, p *invalid.Problems) {
 	if r.Name != nil {
@@ -106,6 +107,10 @@ func (u UpdateRequest) Check(p *invalid.Problems) {
 // stores hold.
 func expiry(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
+// checkName applies the rule of a key's name, whoever names the key (the
+// /keys routes, the console through them, the operator's CLI): it is shown
+// in listings, in the console and in terminals, to people who must be able
+// to tell keys apart by it.
 func checkName(s string, p *invalid.Problems) {
 	n := utf8.RuneCountInString(s)
 	switch {
@@ -113,8 +118,16 @@ func checkName(s string, p *invalid.Problems) {
 		p.Add("name", "must not be empty")
 	case n > MaxNameChars:
 		p.Add("name", "must be at most 100 characters")
-	case strings.ContainsFunc(s, unicode.IsControl):
-		p.Add("name", "must not contain control characters")
+	default:
+		checkDisplayName(s, p)
+	}
+}
+
+// checkDisplayName adds the problem of a name that breaks the rule of
+// names shown to people, if it does.
+func checkDisplayName(s string, p *invalid.Problems) {
+	if rule, _ := displaytext.Check(s); rule != displaytext.OK {
+		p.Add("name", rule.Problem())
 	}
 }
 

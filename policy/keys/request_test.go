@@ -50,6 +50,8 @@ func TestCreateRequestCheck(t *testing.T) {
 		"blank name":      {CreateRequest{Name: ptr("   ")}, map[string]string{"name": "must not be empty"}},
 		"101 characters":  {CreateRequest{Name: ptr(strings.Repeat("é", 101))}, map[string]string{"name": "must be at most 100 characters"}},
 		"control":         {CreateRequest{Name: ptr("a\u0007b")}, map[string]string{"name": "must not contain control characters"}},
+		"bidi override":   {CreateRequest{Name: ptr("ci\u202etxt.exe")}, map[string]string{"name": "must not contain bidirectional control characters"}},
+		"zero-width":      {CreateRequest{Name: ptr("\u200b")}, map[string]string{"name": "must not contain invisible formatting characters"}},
 		"negative limit":  {CreateRequest{Name: ptr("a"), Limit: ptr(money.Micros(-1))}, map[string]string{"limit": "must be 0 or more"}},
 		"unknown window":  {CreateRequest{Name: ptr("a"), LimitReset: Reset("yearly")}, map[string]string{"limit_reset": ResetRule}},
 		"expired":         {CreateRequest{Name: ptr("a"), ExpiresAt: ptr(checkNow.Add(-time.Hour))}, map[string]string{"expires_at": "must be in the future"}},
