@@ -19,6 +19,16 @@ type UsageReport struct {
 	BYOK bool    `json:"byok,omitempty"`
 	// At is when the request ran; zero: now. At most 35 days old.
 	At time.Time `json:"-"`
+	// What was served, all optional: the model id (author/slug), who
+	// served it, the provider endpoint's id and the request's tokens. A
+	// report sent again must say the same: an id counted with other
+	// content is refused (409) with its whole batch.
+	Model            string `json:"model,omitempty"`
+	ProviderName     string `json:"provider_name,omitempty"`
+	EndpointID       string `json:"endpoint_id,omitempty"`
+	PromptTokens     int64  `json:"prompt_tokens,omitempty"`
+	CompletionTokens int64  `json:"completion_tokens,omitempty"`
+	ReasoningTokens  int64  `json:"reasoning_tokens,omitempty"`
 }
 
 // MaxUsageBatch is the most reports the gateway takes in one request.
@@ -37,6 +47,13 @@ type usageWire struct {
 	Cost    float64 `json:"cost"`
 	BYOK    bool    `json:"byok,omitempty"`
 	At      string  `json:"at,omitempty"`
+
+	Model            string `json:"model,omitempty"`
+	ProviderName     string `json:"provider_name,omitempty"`
+	EndpointID       string `json:"endpoint_id,omitempty"`
+	PromptTokens     int64  `json:"prompt_tokens,omitempty"`
+	CompletionTokens int64  `json:"completion_tokens,omitempty"`
+	ReasoningTokens  int64  `json:"reasoning_tokens,omitempty"`
 }
 
 // ReportUsage sends reports (a service key's call) in batches of up to
@@ -50,7 +67,9 @@ func (c *Client) ReportUsage(ctx context.Context, reports []UsageReport) (UsageR
 		batch := reports[start:min(start+MaxUsageBatch, len(reports))]
 		wire := make([]usageWire, len(batch))
 		for i, r := range batch {
-			wire[i] = usageWire{ID: r.ID, KeyHash: r.KeyHash, Cost: r.Cost, BYOK: r.BYOK}
+			wire[i] = usageWire{ID: r.ID, KeyHash: r.KeyHash, Cost: r.Cost, BYOK: r.BYOK,
+				Model: r.Model, ProviderName: r.ProviderName, EndpointID: r.EndpointID,
+				PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, ReasoningTokens: r.ReasoningTokens}
 			if !r.At.IsZero() {
 				wire[i].At = r.At.UTC().Format(time.RFC3339Nano)
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -85,7 +86,7 @@ func (a *API) reportUsage(w http.ResponseWriter, r *http.Request, caller *keys.A
 	body := buf.Bytes()
 	res, err := a.spend.ReportBatch(r.Context(), caller, func(b *spend.BatchForm) { readBatch(body, b) })
 	if err != nil {
-		return a.usageError(err)
+		return a.usageError(w, err)
 	}
 	a.countReports(res)
 	writeJSON(w, http.StatusOK, struct {
@@ -110,7 +111,7 @@ func (a *API) reportKeyUsage(w http.ResponseWriter, r *http.Request, caller *key
 	}
 	res, err := a.spend.ReportOne(r.Context(), caller, id, func(f *spend.ReportForm) { readReport(body, f, false, "") })
 	if err != nil {
-		return a.usageError(err)
+		return a.usageError(w, err)
 	}
 	a.countReports(res)
 	k, err := a.keys.Get(r.Context(), caller.UserID, id)
@@ -130,17 +131,41 @@ func (a *API) countReports(res spend.Result) {
 	a.spendMetrics.reports.WithLabelValues("duplicate").Add(float64(res.Duplicates))
 }
 
-// usageError counts a refused batch and names the report at fault.
-func (a *API) usageError(err error) error {
+// usageError counts a refused batch and names the report at fault. A
+// replay of a counted id with other content is answered here, 409 naming
+// the id: the error table has no row for it.
+func (a *API) usageError(w http.ResponseWriter, err error) error {
+	var rc *spend.ReplayConflictError
+	if errors.As(err, &rc) {
+		a.spendMetrics.reports.WithLabelValues("refused").Inc()
+		writeReplayConflict(w, rc)
+		return nil
+	}
 	if invalid.Fields(err) != nil {
 		a.spendMetrics.reports.WithLabelValues("refused").Inc()
 	}
 	return err
 }
 
+// writeReplayConflict answers a replayed id with other content: 409 in the
+// error envelope, the id in the message and, with the report's index in
+// its batch, in the metadata.
+func writeReplayConflict(w http.ResponseWriter, rc *spend.ReplayConflictError) {
+	meta := map[string]any{"id": rc.ID}
+	if rc.Index >= 0 {
+		meta["index"] = rc.Index
+	}
+	writeJSON(w, http.StatusConflict, envelope{Error: envelopeError{
+		Code:     http.StatusConflict,
+		Message:  "Report " + strconv.Quote(rc.ID) + " was already counted with other content; nothing of the request was counted",
+		Metadata: meta,
+	}})
+}
+
 // readBatch decodes the body of POST /usage into b: {"reports": [Report…]}
 // and nothing else, each report an object of id, key, cost and the
-// optional byok and at. Problems of the body's form are handed to the form
+// optional byok, at and what was served (model, provider_name,
+// endpoint_id and the three counts of tokens). Problems of the body's form are handed to the form
 // where they are met; the domain names the first.
 func readBatch(body []byte, b *spend.BatchForm) {
 	var (
@@ -228,6 +253,10 @@ func readReport(body []byte, f *spend.ReportForm, inBatch bool, lastKey string) 
 				return
 			}
 			f.BYOK(b)
+		case name == "model" || name == "provider_name" || name == "endpoint_id":
+			readReportName(f, name, v)
+		case name == string(spend.PromptTokens) || name == string(spend.CompletionTokens) || name == string(spend.ReasoningTokens):
+			readTokens(f, spend.TokenKind(name), v)
 		case name == "at":
 			if jsonobj.IsNull(v) {
 				return
@@ -256,6 +285,46 @@ func readReport(body []byte, f *spend.ReportForm, inBatch bool, lastKey string) 
 		f.Malformed(doc.Name, doc.Problem)
 	}
 	return key
+}
+
+// readReportName hands a report's model, provider_name or endpoint_id to
+// f: a string, or null for none.
+func readReportName(f *spend.ReportForm, name string, v json.RawMessage) {
+	if jsonobj.IsNull(v) {
+		return
+	}
+	s, ok := jsonobj.String(v)
+	if !ok {
+		f.Refuse(name, "must be a string")
+		return
+	}
+	switch name {
+	case "model":
+		f.Model(s)
+	case "provider_name":
+		f.Provider(s)
+	default:
+		f.Endpoint(s)
+	}
+}
+
+// readTokens hands a report's count of tokens to f: a whole number
+// written without fraction or exponent, or null for none.
+func readTokens(f *spend.ReportForm, kind spend.TokenKind, v json.RawMessage) {
+	if jsonobj.IsNull(v) {
+		return
+	}
+	lit, ok := jsonobj.Number(v)
+	if !ok {
+		f.Refuse(string(kind), spend.TokensRule)
+		return
+	}
+	n, err := strconv.ParseInt(lit, 10, 64)
+	if err != nil {
+		f.Refuse(string(kind), spend.TokensRule)
+		return
+	}
+	f.Tokens(kind, n)
 }
 
 // readBudget decodes the body of PUT /workspaces/{id}/budgets/{interval}:
@@ -485,7 +554,7 @@ func (a *API) putBudget(w http.ResponseWriter, r *http.Request, caller *keys.API
 	}
 	req, err := readBudget(body)
 	if err != nil {
-		return a.usageError(err)
+		return a.usageError(w, err)
 	}
 	b, created, byok, err := a.spend.PutBudget(r.Context(), ws, iv, req)
 	var order *spend.OrderError
@@ -493,7 +562,7 @@ func (a *API) putBudget(w http.ResponseWriter, r *http.Request, caller *keys.API
 	case errors.As(err, &order):
 		return badRequest(map[string]any{string(order.ConflictsWith): order.Error()})
 	case err != nil:
-		return a.usageError(err)
+		return a.usageError(w, err)
 	}
 	status := http.StatusOK
 	if created && !generatedServiceSDK(r) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/spend"
@@ -268,5 +269,81 @@ func TestSpendNotKnownYetIs503(t *testing.T) {
 	env := decodeEnvelope(t, rec)
 	if rec.Code != http.StatusServiceUnavailable || env.Error.Code != 503 || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("before the first refresh: %d %+v, Retry-After %q; want 503 with Retry-After", rec.Code, env, rec.Header().Get("Retry-After"))
+	}
+}
+
+// TestReadBatchServed: a report may say what was served; each field is
+// read as the spec types it and refused, naming it, when it is not.
+func TestReadBatchServed(t *testing.T) {
+	store := &usageStore{}
+	svc := spend.NewService(store, nil, nil)
+	res, err := reportBatch(svc, []byte(`{"reports":[
+		{"id":"r1","key":"00000000000000aa","cost":1,"model":"openai/gpt-4.1","provider_name":"OpenAI",
+		 "endpoint_id":"ep-1","prompt_tokens":10,"completion_tokens":20,"reasoning_tokens":0},
+		{"id":"r2","key":"00000000000000aa","cost":1,"model":null,"prompt_tokens":null}]}`))
+	if err != nil || res.Accepted != 2 {
+		t.Fatalf("ReportBatch = %+v, %v", res, err)
+	}
+	r := store.recorded[0]
+	if r.Model != "openai/gpt-4.1" || r.Provider != "OpenAI" || r.Endpoint != "ep-1" || r.PromptTokens != 10 ||
+		r.CompletionTokens != 20 || r.ReasoningTokens != 0 {
+		t.Errorf("recorded %+v", r)
+	}
+	if r := store.recorded[1]; r.Model != "" || r.PromptTokens != 0 {
+		t.Errorf("nulls recorded as %+v", r)
+	}
+	report := func(fields string) string {
+		return `{"reports":[{"id":"a","key":"00000000000000aa","cost":1,` + fields + `}]}`
+	}
+	modelRule := "must be a model id (author/slug) of at most 200 characters"
+	cases := map[string][2]string{
+		report(`"model":"gpt-4"`):                                   {"reports[0].model", modelRule},
+		report(`"model":"openai/` + strings.Repeat("x", 194) + `"`): {"reports[0].model", modelRule},
+		report(`"model":5`):                                         {"reports[0].model", "must be a string"},
+		report(`"provider_name":"Open\u0000AI"`):                    {"reports[0].provider_name", "must be at most 100 characters, without control characters"},
+		report(`"endpoint_id":"` + strings.Repeat("e", 101) + `"`):  {"reports[0].endpoint_id", "must be at most 100 characters, without control characters"},
+		report(`"prompt_tokens":-1`):                                {"reports[0].prompt_tokens", spend.TokensRule},
+		report(`"completion_tokens":1.5`):                           {"reports[0].completion_tokens", spend.TokensRule},
+		report(`"reasoning_tokens":"3"`):                            {"reports[0].reasoning_tokens", spend.TokensRule},
+		report(`"prompt_tokens":1e3`):                               {"reports[0].prompt_tokens", spend.TokensRule},
+		report(`"prompt_tokens":1000000000001`):                     {"reports[0].prompt_tokens", spend.TokensRule},
+	}
+	for body, want := range cases {
+		_, err := reportBatch(svc, []byte(body))
+		fields := invalid.Fields(err)
+		if len(fields) != 1 || fields[0].Name != want[0] || fields[0].Problem != want[1] {
+			t.Errorf("%.100s: %v, want %s: %s", body, err, want[0], want[1])
+		}
+	}
+	// The longest model id and provider name pass.
+	if _, err := reportBatch(svc, []byte(`{"reports":[{"id":"b","key":"00000000000000aa","cost":1,"model":"openai/`+strings.Repeat("x", 193)+`","provider_name":"`+strings.Repeat("é", 100)+`"}]}`)); err != nil {
+		t.Errorf("the longest model and provider: %v", err)
+	}
+}
+
+// conflictingSpend refuses every batch as a replay of a counted id with
+// other content.
+type conflictingSpend struct{ SpendService }
+
+func (conflictingSpend) ReportBatch(context.Context, *keys.APIKey, func(*spend.BatchForm)) (spend.Result, error) {
+	return spend.Result{}, &spend.ReplayConflictError{ID: "r-17", Index: 2}
+}
+
+// TestUsageReplayConflictIs409: a replayed id with other content is 409 in
+// the error envelope, naming the id and its place in the batch.
+func TestUsageReplayConflictIs409(t *testing.T) {
+	auth := fakeAuth{"svc": {ID: "00000000000000d1", UserID: "u1", Role: keys.RoleService}}
+	api, _ := newTestAPI(t, Options{Auth: auth, Spend: conflictingSpend{}})
+	req := httptest.NewRequest("POST", apiPrefix+"/usage", strings.NewReader(`{"reports":[]}`))
+	req.Header.Set("Authorization", "Bearer svc")
+	req.Header.Set("Content-Type", "application/json")
+	rec := serve(api.Handler(), req)
+	env := decodeEnvelope(t, rec)
+	if rec.Code != http.StatusConflict || env.Error.Code != http.StatusConflict || !strings.Contains(env.Error.Message, `"r-17"`) ||
+		env.Error.Metadata["id"] != "r-17" || env.Error.Metadata["index"] != 2.0 {
+		t.Errorf("a replay with other content: %d %+v", rec.Code, env)
+	}
+	if got := testutil.ToFloat64(api.spendMetrics.reports.WithLabelValues("refused")); got != 1 {
+		t.Errorf("refused batches counted %v, want 1", got)
 	}
 }

@@ -6,13 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"unicode/utf8"
 
 	"github.com/aigateway/gateway/internal/invalid"
-	"github.com/aigateway/gateway/internal/jsonobj"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/spend"
@@ -66,202 +62,12 @@ func canonicalOr(id string) string {
 	return id
 }
 
-// RecordUsage stores the reports not stored before and adds those to the
-// daily sums, in one transaction: one insert that skips the ids already
-// there (ON CONFLICT DO NOTHING, so a report a replica is storing at the
-// same moment waits for it and is then skipped) and returns the new ones,
-// then one multi-row upsert of the sums. Rows go in sorted order so
-// concurrent batches lock in the same order and cannot deadlock.
-//
-// The reports travel as one JSON argument that the database unpacks
-// (appendReportRows), not as eight parameters a row: a batch of 1,000 as
-// 8,000 boxed arguments, converted twice on the way to the driver, was
-// most of the garbage of an ingest, and its collection slowed the lookups
-// sharing the process.
-func (s *Store) RecordUsage(ctx context.Context, batch spend.Batch) (accepted int, err error) {
-	defer s.classify(&err)
-	if len(batch.Reports) == 0 {
-		return 0, nil
-	}
-	sorted := make([]*spend.Report, len(batch.Reports))
-	for i := range batch.Reports {
-		sorted[i] = &batch.Reports[i]
-	}
-	slices.SortFunc(sorted, func(a, b *spend.Report) int { return strings.Compare(a.ID, b.ID) })
-	bp := reportBuffers.Get().(*[]byte)
-	defer reportBuffers.Put(bp)
-	rows, err := s.appendReportRows((*bp)[:0], batch, sorted)
-	*bp = rows
-	if err != nil {
-		return 0, err
-	}
-	received := s.d.ts(micro(s.now()))
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.QueryContext(ctx, `INSERT INTO usage_reports
-			(user_id, id, key_id, workspace_id, cost, byok, at, received_at) `+s.d.reportRows+`
-			ON CONFLICT (user_id, id) DO NOTHING RETURNING id`, received, rows)
-		if err != nil {
-			return fmt.Errorf("sqlstore: record usage: %w", err)
-		}
-		fresh := make([]*spend.Report, 0, len(sorted))
-		var id sql.RawBytes // read in place: only looked up
-		for res.Next() {
-			if err := res.Scan(&id); err != nil {
-				res.Close()
-				return fmt.Errorf("sqlstore: record usage: %w", err)
-			}
-			i, found := slices.BinarySearchFunc(sorted, 0, func(r *spend.Report, _ int) int {
-				return compareRaw(r.ID, id)
-			})
-			if !found {
-				res.Close()
-				return fmt.Errorf("sqlstore: record usage: the database returned a report not sent")
-			}
-			fresh = append(fresh, sorted[i])
-		}
-		err = res.Err()
-		res.Close()
-		if err != nil {
-			return fmt.Errorf("sqlstore: record usage: %w", err)
-		}
-		accepted = len(fresh)
-		return s.addToDays(ctx, tx, batch.Workspaces, fresh)
-	})
-	if err != nil {
-		return 0, err
-	}
-	return accepted, nil
-}
-
-// compareRaw is strings.Compare(s, string(b)) without copying b: the
-// compiler converts in place for the comparison operators.
-func compareRaw(s string, b []byte) int {
-	switch {
-	case s < string(b):
-		return -1
-	case s > string(b):
-		return 1
-	}
-	return 0
-}
-
-// reportBuffers recycles the buffers appendReportRows writes into: the
-// argument is handed to the driver as bytes (each copies it into its own
-// buffer), so a batch leaves no copy of itself behind.
-var reportBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// appendReportRows appends reports, of batch, as the JSON array
-// dialect.reportRows reads: [user_id, id, key_id, workspace_id or null,
-// cost, byok, at] per report, in order. Identifiers must be valid UTF-8, as
-// PostgreSQL's TEXT requires; report ids are printable ASCII by then.
-func (s *Store) appendReportRows(b []byte, batch spend.Batch, reports []*spend.Report) ([]byte, error) {
-	if !utf8.ValidString(batch.UserID) {
-		return b, invalidf("usage reports of user %q: identifiers must be UTF-8", batch.UserID)
-	}
-	b = append(b, '[')
-	for i, r := range reports {
-		ws := batch.Workspaces[r.KeyID]
-		if !utf8.ValidString(r.ID) || !utf8.ValidString(r.KeyID) || !utf8.ValidString(ws) {
-			return b, invalidf("usage report %q: identifiers must be UTF-8", r.ID)
-		}
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '[')
-		b = jsonobj.AppendString(b, batch.UserID)
-		b = append(b, ',')
-		b = jsonobj.AppendString(b, r.ID)
-		b = append(b, ',')
-		b = jsonobj.AppendString(b, r.KeyID)
-		b = append(b, ',')
-		if ws == "" {
-			b = append(b, "null"...)
-		} else {
-			b = jsonobj.AppendString(b, ws)
-		}
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(r.Cost), 10)
-		b = append(b, ',')
-		b = strconv.AppendBool(b, r.BYOK)
-		b = append(b, ',')
-		b = s.d.appendTS(b, micro(r.At))
-		b = append(b, ']')
-	}
-	return append(b, ']'), nil
-}
-
-// usageRows bounds the rows of one multi-row statement of sums: a whole
-// batch of reports at once (5,000 parameters, under both databases'
-// limits).
-func (s *Store) usageRows() int { return 1000 }
-
-type dayKey struct {
-	key string
-	day int64
-}
-
-type daySum struct {
-	workspace  string
-	cost, byok money.Micros
-}
-
-// addToDays adds reports to usage_days; workspaces maps their keys to
-// their workspaces.
-func (s *Store) addToDays(ctx context.Context, tx *sql.Tx, workspaces map[string]string, reports []*spend.Report) error {
-	sums := map[dayKey]*daySum{}
-	for _, r := range reports {
-		k := dayKey{r.KeyID, spend.Day(r.At)}
-		d := sums[k]
-		if d == nil {
-			d = &daySum{workspace: workspaces[r.KeyID]}
-			sums[k] = d
-		}
-		var ok bool
-		if d.cost, ok = d.cost.Add(r.Cost); !ok {
-			return errUsageOverflow()
-		}
-		if r.BYOK {
-			d.byok, _ = d.byok.Add(r.Cost)
-		}
-	}
-	order := make([]dayKey, 0, len(sums))
-	for k := range sums {
-		order = append(order, k)
-	}
-	slices.SortFunc(order, func(a, b dayKey) int {
-		if c := cmpStrings(a.key, b.key); c != 0 {
-			return c
-		}
-		return int(a.day - b.day)
-	})
-	for start := 0; start < len(order); start += s.usageRows() {
-		batch := order[start:min(start+s.usageRows(), len(order))]
-		args := make([]any, 0, len(batch)*5)
-		for _, k := range batch {
-			d := sums[k]
-			args = append(args, k.key, k.day, nullString(d.workspace), int64(d.cost), int64(d.byok))
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO usage_days (key_id, day, workspace_id, cost, byok_cost)
-			VALUES `+s.d.valueRows(len(batch), 5)+`
-			ON CONFLICT (key_id, day) DO UPDATE SET cost = usage_days.cost + excluded.cost,
-				byok_cost = usage_days.byok_cost + excluded.byok_cost`, args...); err != nil {
-			if s.d.violation(err) == violationOutOfRange {
-				return errUsageOverflow()
-			}
-			return fmt.Errorf("sqlstore: add usage: %w", err)
-		}
-	}
-	return nil
-}
-
 // errUsageOverflow refuses a batch that would carry a key's daily sum
 // past what it holds: the caller's mistake (spend.MaxCost makes it take
 // millions of reports), answered as a batch refused, not a fault.
 func errUsageOverflow() error {
 	return invalid.One("reports", "would carry a key's usage past the largest sum kept")
 }
-
-func cmpStrings(a, b string) int { return strings.Compare(a, b) }
 
 func nullString(s string) any {
 	if s == "" {
@@ -270,16 +76,17 @@ func nullString(s string) any {
 	return s
 }
 
-// usageSums selects the eight sums of spend.Usage over usage_days rows u,
-// for the windows starting at days $1 (daily), $2 (weekly), $3 (monthly).
+// usageSums selects the eight sums of spend.Usage over usage_rollups rows
+// u, for the windows starting at days $1 (daily), $2 (weekly), $3
+// (monthly).
 const usageSums = `CAST(COALESCE(SUM(u.cost), 0) AS BIGINT),
 	CAST(COALESCE(SUM(CASE WHEN u.day >= $1 THEN u.cost ELSE 0 END), 0) AS BIGINT),
 	CAST(COALESCE(SUM(CASE WHEN u.day >= $2 THEN u.cost ELSE 0 END), 0) AS BIGINT),
 	CAST(COALESCE(SUM(CASE WHEN u.day >= $3 THEN u.cost ELSE 0 END), 0) AS BIGINT),
-	CAST(COALESCE(SUM(u.byok_cost), 0) AS BIGINT),
-	CAST(COALESCE(SUM(CASE WHEN u.day >= $1 THEN u.byok_cost ELSE 0 END), 0) AS BIGINT),
-	CAST(COALESCE(SUM(CASE WHEN u.day >= $2 THEN u.byok_cost ELSE 0 END), 0) AS BIGINT),
-	CAST(COALESCE(SUM(CASE WHEN u.day >= $3 THEN u.byok_cost ELSE 0 END), 0) AS BIGINT)`
+	CAST(COALESCE(SUM(CASE WHEN u.byok THEN u.cost ELSE 0 END), 0) AS BIGINT),
+	CAST(COALESCE(SUM(CASE WHEN u.byok AND u.day >= $1 THEN u.cost ELSE 0 END), 0) AS BIGINT),
+	CAST(COALESCE(SUM(CASE WHEN u.byok AND u.day >= $2 THEN u.cost ELSE 0 END), 0) AS BIGINT),
+	CAST(COALESCE(SUM(CASE WHEN u.byok AND u.day >= $3 THEN u.cost ELSE 0 END), 0) AS BIGINT)`
 
 func usageCols(u *spend.Usage) []any {
 	return []any{(*int64)(&u.Total), (*int64)(&u.Daily), (*int64)(&u.Weekly), (*int64)(&u.Monthly),
@@ -301,7 +108,7 @@ func (s *Store) KeyUsage(ctx context.Context, ids []string, w spend.Windows) (_ 
 		args = append(args, id)
 		marks[i] = fmt.Sprintf("$%d", i+4)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT u.key_id, `+usageSums+` FROM usage_days u
+	rows, err := s.r.QueryContext(ctx, `SELECT u.key_id, `+usageSums+` FROM usage_rollups u
 		WHERE u.key_id IN (`+strings.Join(marks, ", ")+`) GROUP BY u.key_id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: key usage: %w", err)
@@ -322,8 +129,8 @@ func (s *Store) KeyUsage(ctx context.Context, ids []string, w spend.Windows) (_ 
 }
 
 // DailyUsage sums scope's usage per day from first to last, in one
-// grouped query on usage_days: by its primary key (key_id, day) for one
-// key, by usage_days_workspace for a workspace, both for a user (the days of
+// grouped query on usage_rollups: by its primary key (key_id, day, ...)
+// for one key, by usage_rollups_workspace for a workspace, both for a user (the days of
 // its workspaces, which keep the rows of its deleted keys, and of the keys
 // it holds outside any workspace).
 func (s *Store) DailyUsage(ctx context.Context, scope spend.DailyScope, first, last int64) (_ []spend.DaySum, err error) {
@@ -345,8 +152,9 @@ func (s *Store) DailyUsage(ctx context.Context, scope spend.DailyScope, first, l
 		where, arg = `(u.workspace_id IN (SELECT id FROM workspaces WHERE created_by = $3)
 			OR u.key_id IN (SELECT id FROM api_keys WHERE user_id = $3))`, scope.UserID
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT u.day, CAST(SUM(u.cost) AS BIGINT), CAST(SUM(u.byok_cost) AS BIGINT)
-		FROM usage_days u WHERE u.day >= $1 AND u.day <= $2 AND `+where+`
+	rows, err := s.r.QueryContext(ctx, `SELECT u.day, CAST(SUM(u.cost) AS BIGINT),
+		CAST(SUM(CASE WHEN u.byok THEN u.cost ELSE 0 END) AS BIGINT)
+		FROM usage_rollups u WHERE u.day >= $1 AND u.day <= $2 AND `+where+`
 		GROUP BY u.day ORDER BY u.day`, first, last, arg)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: daily usage: %w", err)
@@ -371,7 +179,7 @@ func (s *Store) DailyUsage(ctx context.Context, scope spend.DailyScope, first, l
 func (s *Store) Standings(ctx context.Context, w spend.Windows) (_ []spend.KeyStanding, _ []spend.BudgetStanding, err error) {
 	defer s.classify(&err)
 	rows, err := s.r.QueryContext(ctx, `SELECT k.id, k.limit_usd, k.limit_reset, k.include_byok_in_limit, `+usageSums+`
-		FROM api_keys k LEFT JOIN usage_days u ON u.key_id = k.id
+		FROM api_keys k LEFT JOIN usage_rollups u ON u.key_id = k.id
 		WHERE k.limit_usd IS NOT NULL
 		GROUP BY k.id, k.limit_usd, k.limit_reset, k.include_byok_in_limit`, windowArgs(w)...)
 	if err != nil {
@@ -400,7 +208,7 @@ func (s *Store) Standings(ctx context.Context, w spend.Windows) (_ []spend.KeySt
 	rows, err = s.r.QueryContext(ctx, `SELECT b.workspace_id, b.reset_interval, b.id, b.limit_micros, b.created_at,
 		b.updated_at, w.include_byok_in_budgets, `+usageSums+`
 		FROM workspace_budgets b JOIN workspaces w ON w.id = b.workspace_id
-		LEFT JOIN usage_days u ON u.workspace_id = b.workspace_id
+		LEFT JOIN usage_rollups u ON u.workspace_id = b.workspace_id
 		GROUP BY b.workspace_id, b.reset_interval, b.id, b.limit_micros, b.created_at, b.updated_at, w.include_byok_in_budgets`,
 		windowArgs(w)...)
 	if err != nil {

@@ -6,7 +6,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/aigateway/gateway/catalog"
 	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
@@ -22,15 +25,42 @@ const (
 	// request, and low enough that no plausible history of reports carries
 	// a key's sums past what they can hold.
 	MaxCost = money.Micros(1_000_000 * 1_000_000)
+	// MaxTokens bounds one report's count of each kind of token: far above
+	// any context window, and low enough that no plausible history carries
+	// a sum past what it holds.
+	MaxTokens      = 1_000_000_000_000
+	maxModelLen    = 200
+	maxProviderLen = 100
+	maxEndpointLen = 100
 )
 
-// Report is one billed request's cost, as a component reports it.
+// Report is one billed request's cost, as a component reports it, and
+// what was served: the model, who served it and its tokens ("" and 0 when
+// not reported).
 type Report struct {
 	ID    string
 	KeyID string
 	Cost  money.Micros
 	BYOK  bool
 	At    time.Time
+	// AtGiven says the report carried its time: one without it was served
+	// when it arrived, so a replay of it arrives at another time and only
+	// a replay that carries a time is compared on it.
+	AtGiven bool
+
+	Model, Provider, Endpoint                       string
+	PromptTokens, CompletionTokens, ReasoningTokens int64
+}
+
+// SameContent reports whether r, received again, is the report stored:
+// a byte-identical replay, a duplicate. Anything else under its id is a
+// reporter's bug (ReplayConflictError).
+func (r *Report) SameContent(stored *Report) bool {
+	return r.KeyID == stored.KeyID && r.Cost == stored.Cost && r.BYOK == stored.BYOK &&
+		(!r.AtGiven || r.At.Equal(stored.At)) &&
+		r.Model == stored.Model && r.Provider == stored.Provider && r.Endpoint == stored.Endpoint &&
+		r.PromptTokens == stored.PromptTokens && r.CompletionTokens == stored.CompletionTokens &&
+		r.ReasoningTokens == stored.ReasoningTokens
 }
 
 // IDRule is what a report's id must be (also the problem of an id that is
@@ -113,7 +143,74 @@ func (f *ReportForm) At(t time.Time) {
 	case t.Before(f.now.Add(-MaxReportAge)):
 		f.fail("at", "must be at most 35 days old")
 	}
-	f.r.At = t.UTC()
+	f.r.At, f.r.AtGiven = t.UTC(), true
+}
+
+// Model is the id of the model served: a well-formed author/slug (known
+// to the catalog or not) of at most 200 characters.
+func (f *ReportForm) Model(id string) {
+	f.r.Model = id
+	if _, ok := catalog.ParseID(id); !ok || len(id) > maxModelLen {
+		f.fail("model", "must be a model id (author/slug) of at most 200 characters")
+	}
+}
+
+// Provider is the name of who served the request, at most 100 printable
+// characters.
+func (f *ReportForm) Provider(name string) {
+	f.r.Provider = name
+	if problem := checkName(name, maxProviderLen); problem != "" {
+		f.fail("provider_name", problem)
+	}
+}
+
+// Endpoint is the id of the provider endpoint that served the request, as
+// the catalog's endpoints name it: at most 100 printable characters.
+func (f *ReportForm) Endpoint(id string) {
+	f.r.Endpoint = id
+	if problem := checkName(id, maxEndpointLen); problem != "" {
+		f.fail("endpoint_id", problem)
+	}
+}
+
+// Tokens is the count of one kind of token (TokenKind) of the request:
+// a whole number from 0 to MaxTokens.
+func (f *ReportForm) Tokens(kind TokenKind, n int64) {
+	switch kind {
+	case PromptTokens:
+		f.r.PromptTokens = n
+	case CompletionTokens:
+		f.r.CompletionTokens = n
+	case ReasoningTokens:
+		f.r.ReasoningTokens = n
+	}
+	if n < 0 || n > MaxTokens {
+		f.fail(string(kind), TokensRule)
+	}
+}
+
+// TokenKind names a report's count of tokens as its field does.
+type TokenKind string
+
+// The kinds of tokens a report counts.
+const (
+	PromptTokens     TokenKind = "prompt_tokens"
+	CompletionTokens TokenKind = "completion_tokens"
+	ReasoningTokens  TokenKind = "reasoning_tokens"
+)
+
+// TokensRule is what a count of tokens must be (also the problem of one
+// that is not a whole number at all).
+const TokensRule = "must be a whole number from 0 to 1000000000000"
+
+// checkName is what is wrong with a provider's or an endpoint's name, or
+// "": printable UTF-8 (spaces allowed, no control characters) of at most
+// max characters.
+func checkName(s string, max int) string {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > max || strings.ContainsFunc(s, unicode.IsControl) {
+		return fmt.Sprintf("must be at most %d characters, without control characters", max)
+	}
+	return ""
 }
 
 // Refuse records a problem the edge found with field as the client sent

@@ -32,8 +32,10 @@ type Store interface {
 	// RecordUsage stores the reports not stored before (by user and id)
 	// and adds them to the sums, in one transaction; it returns how many
 	// were new. A report stored concurrently by another replica is a
-	// duplicate here, never counted twice. b.Reports is the caller's to
-	// reuse once it returns.
+	// duplicate here, never counted twice; one stored before with other
+	// content (Report.SameContent) is *ReplayConflictError and nothing of
+	// the batch is kept. b.Reports is the caller's to reuse once it
+	// returns.
 	RecordUsage(ctx context.Context, b Batch) (accepted int, err error)
 	// KeyUsage sums the usage of each key in ids in the windows of w.
 	KeyUsage(ctx context.Context, ids []string, w Windows) (map[string]Usage, error)
@@ -54,6 +56,26 @@ type Store interface {
 	// DeleteBudget removes workspaceID's budget of iv, or ErrNoBudget.
 	DeleteBudget(ctx context.Context, workspaceID string, iv Interval) error
 }
+
+// ErrReplayConflict: a report's id was counted before with other content.
+var ErrReplayConflict = errors.New("a report's id was already counted with other content")
+
+// ReplayConflictError names the report whose id was counted before with
+// other content (another key, cost, time, model...): nothing of its batch
+// is counted, since a reporter that reuses ids would otherwise lose
+// billing without a word. Its fields are the reporter's own, safe to show.
+type ReplayConflictError struct {
+	ID string
+	// Index is the report's place in its batch; -1 for a report alone.
+	Index int
+}
+
+func (e *ReplayConflictError) Error() string {
+	return fmt.Sprintf("report %q was already counted with other content", e.ID)
+}
+
+// Unwrap makes errors.Is(err, ErrReplayConflict) hold.
+func (e *ReplayConflictError) Unwrap() error { return ErrReplayConflict }
 
 // ErrNoBudget: the workspace has no budget of that interval.
 var ErrNoBudget = errors.New("no budget of this interval")
@@ -186,9 +208,28 @@ func (s *Service) recordReports(ctx context.Context, userID string, reports []Re
 	}
 	n, err := s.store.RecordUsage(ctx, Batch{UserID: userID, Reports: reports, Workspaces: known})
 	if err != nil {
-		return Result{}, err
+		return Result{}, placeConflict(err, reports, keyField == "")
 	}
 	return Result{Accepted: n, Duplicates: len(reports) - n}, nil
+}
+
+// placeConflict fills in the index of the report a ReplayConflictError
+// names (-1 for a report alone).
+func placeConflict(err error, reports []Report, alone bool) error {
+	var rc *ReplayConflictError
+	if !errors.As(err, &rc) {
+		return err
+	}
+	placed := &ReplayConflictError{ID: rc.ID, Index: -1}
+	if !alone {
+		for i := range reports {
+			if reports[i].ID == rc.ID {
+				placed.Index = i
+				break
+			}
+		}
+	}
+	return placed
 }
 
 // KeyUsage returns the usage of keys now.

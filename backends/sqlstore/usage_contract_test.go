@@ -1,0 +1,205 @@
+package sqlstore
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/aigateway/gateway/internal/money"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/spend"
+)
+
+// TestUsageContract is the behaviour of usage every database must show,
+// beside runContract's: each subtest on a fresh database of each.
+func TestUsageContract(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, b backend)
+	}{
+		{"Served", testUsageServed},
+		{"ReplayConflict", testUsageReplayConflict},
+	}
+	for _, be := range []struct {
+		name string
+		get  func(testing.TB) backend
+	}{{"SQLite", func(testing.TB) backend { return sqliteBackend() }}, {"Postgres", postgresBackend}} {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			b := be.get(t)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					t.Parallel()
+					tt.run(t, b)
+				})
+			}
+		})
+	}
+}
+
+// rollupRow is a row of usage_rollups as the tests read it back.
+type rollupRow struct {
+	Key                           string
+	Day                           int64
+	Model, Provider, Endpoint     string
+	BYOK                          bool
+	Requests, Cost                int64
+	Prompt, Completion, Reasoning int64
+}
+
+func rollupsOf(t *testing.T, s *Store, keyID string) []rollupRow {
+	t.Helper()
+	rows, err := s.r.QueryContext(testContext(t), `SELECT key_id, day, model, provider_name, endpoint_id, byok, requests, cost,
+		prompt_tokens, completion_tokens, reasoning_tokens FROM usage_rollups WHERE key_id = $1
+		ORDER BY day, model, provider_name, endpoint_id, byok`, keyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []rollupRow
+	for rows.Next() {
+		var r rollupRow
+		if err := rows.Scan(&r.Key, &r.Day, &r.Model, &r.Provider, &r.Endpoint, &r.BYOK, &r.Requests, &r.Cost,
+			&r.Prompt, &r.Completion, &r.Reasoning); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// testUsageServed: what a report says was served is stored as sent, and
+// rolled up per key, day, model, provider, endpoint and BYOK with the
+// count of requests and the sums of tokens; the daily history sums the
+// rollups of a day whatever was served.
+func testUsageServed(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	ws := mustWorkspace(t, s, "alice", "team")
+	k := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, time.Now())
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	day := spend.Day(at)
+	n := 0
+	report := func(model, provider, endpoint string, byok bool, cost, p, c, r int64, when time.Time) recorded {
+		n++
+		return recorded{UserID: "alice", WorkspaceID: ws.ID, Report: spend.Report{ID: fmt.Sprintf("r%d", n), KeyID: k.ID,
+			Cost: money.Micros(cost), BYOK: byok, At: when, AtGiven: true, Model: model, Provider: provider, Endpoint: endpoint,
+			PromptTokens: p, CompletionTokens: c, ReasoningTokens: r}}
+	}
+	sent := []recorded{
+		report("openai/gpt-4.1", "OpenAI", "ep-1", false, 100, 10, 20, 0, at),
+		report("openai/gpt-4.1", "OpenAI", "ep-1", false, 50, 1, 2, 3, at.Add(time.Hour)),
+		report("openai/gpt-4.1", "OpenAI", "ep-1", true, 7, 5, 5, 5, at),
+		report("openai/gpt-4.1", "Azure", "ep-2", false, 1, 1, 1, 1, at),
+		report("anthropic/claude-sonnet-4", "Anthropic", "", false, 1000, 100, 200, 300, at.AddDate(0, 0, 1)),
+		report("", "", "", false, 3, 0, 0, 0, at),
+	}
+	if got, err := recordUsage(ctx, s, sent); err != nil || got != len(sent) {
+		t.Fatalf("RecordUsage = %d, %v", got, err)
+	}
+	// A second batch adds to the same rows.
+	if _, err := recordUsage(ctx, s, []recorded{report("openai/gpt-4.1", "OpenAI", "ep-1", false, 1, 1, 1, 1, at)}); err != nil {
+		t.Fatal(err)
+	}
+	want := []rollupRow{
+		{k.ID, day, "", "", "", false, 1, 3, 0, 0, 0},
+		{k.ID, day, "openai/gpt-4.1", "Azure", "ep-2", false, 1, 1, 1, 1, 1},
+		{k.ID, day, "openai/gpt-4.1", "OpenAI", "ep-1", false, 3, 151, 12, 23, 4},
+		{k.ID, day, "openai/gpt-4.1", "OpenAI", "ep-1", true, 1, 7, 5, 5, 5},
+		{k.ID, day + 1, "anthropic/claude-sonnet-4", "Anthropic", "", false, 1, 1000, 100, 200, 300},
+	}
+	if got := rollupsOf(t, s, k.ID); !reflect.DeepEqual(got, want) {
+		t.Errorf("rollups:\n%+v\nwant\n%+v", got, want)
+	}
+	for _, w := range sent {
+		var got spend.Report
+		err := s.r.QueryRowContext(ctx, `SELECT key_id, cost, byok, at, model, provider_name, endpoint_id,
+			prompt_tokens, completion_tokens, reasoning_tokens FROM usage_reports WHERE user_id = 'alice' AND id = $1`, w.ID).
+			Scan(&got.KeyID, (*int64)(&got.Cost), &got.BYOK, timeCol{&got.At}, &got.Model, &got.Provider, &got.Endpoint,
+				&got.PromptTokens, &got.CompletionTokens, &got.ReasoningTokens)
+		if err != nil {
+			t.Fatalf("report %s: %v", w.ID, err)
+		}
+		got.ID, got.AtGiven = w.ID, true
+		if got != w.Report {
+			t.Errorf("stored %+v\nsent   %+v", got, w.Report)
+		}
+	}
+	sums, err := s.DailyUsage(ctx, spend.DailyScope{UserID: "alice", KeyID: k.ID}, day, day+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantSums := []spend.DaySum{{Day: day, Cost: 162, BYOK: 7}, {Day: day + 1, Cost: 1000}}; !reflect.DeepEqual(sums, wantSums) {
+		t.Errorf("daily: %+v, want %+v", sums, wantSums)
+	}
+}
+
+// testUsageReplayConflict: a replay of a counted id with the same content
+// is a duplicate; with any field changed it refuses its whole batch,
+// naming the id, and nothing of the batch is counted.
+func testUsageReplayConflict(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	ws := mustWorkspace(t, s, "alice", "team")
+	k := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, time.Now())
+	other := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, time.Now())
+	at := time.Date(2026, 11, 25, 10, 0, 0, 123_456_789, time.UTC)
+	first := spend.Report{ID: "r1", KeyID: k.ID, Cost: 100, At: at, AtGiven: true, Model: "openai/gpt-4.1",
+		Provider: "OpenAI", Endpoint: "ep-1", PromptTokens: 1, CompletionTokens: 2, ReasoningTokens: 3}
+	batchOf := func(rs ...spend.Report) []recorded {
+		out := make([]recorded, len(rs))
+		for i, r := range rs {
+			out[i] = recorded{UserID: "alice", WorkspaceID: ws.ID, Report: r}
+		}
+		return out
+	}
+	if n, err := recordUsage(ctx, s, batchOf(first)); err != nil || n != 1 {
+		t.Fatalf("first: %d, %v", n, err)
+	}
+	// The same content, its time written to the nanosecond again, or no
+	// time at all (received now): a duplicate.
+	untimed := first
+	untimed.At, untimed.AtGiven = at.Add(48*time.Hour), false
+	for name, r := range map[string]spend.Report{"same": first, "without at": untimed} {
+		if n, err := recordUsage(ctx, s, batchOf(r)); err != nil || n != 0 {
+			t.Errorf("%s: %d accepted, %v; want a duplicate", name, n, err)
+		}
+	}
+	changes := map[string]func(r *spend.Report){
+		"key":               func(r *spend.Report) { r.KeyID = other.ID },
+		"cost":              func(r *spend.Report) { r.Cost++ },
+		"byok":              func(r *spend.Report) { r.BYOK = true },
+		"at":                func(r *spend.Report) { r.At = r.At.Add(time.Microsecond) },
+		"model":             func(r *spend.Report) { r.Model = "openai/gpt-4o" },
+		"provider_name":     func(r *spend.Report) { r.Provider = "Azure" },
+		"endpoint_id":       func(r *spend.Report) { r.Endpoint = "" },
+		"prompt_tokens":     func(r *spend.Report) { r.PromptTokens = 0 },
+		"completion_tokens": func(r *spend.Report) { r.CompletionTokens++ },
+		"reasoning_tokens":  func(r *spend.Report) { r.ReasoningTokens++ },
+	}
+	for name, change := range changes {
+		changed := first
+		change(&changed)
+		fresh := spend.Report{ID: "new-" + name, KeyID: k.ID, Cost: 5, At: at}
+		_, err := recordUsage(ctx, s, batchOf(fresh, changed))
+		var rc *spend.ReplayConflictError
+		if !errors.As(err, &rc) || rc.ID != "r1" || !errors.Is(err, spend.ErrReplayConflict) {
+			t.Errorf("%s changed: %v, want a replay conflict naming r1", name, err)
+		}
+		if got := count(t, s, `SELECT COUNT(*) FROM usage_reports WHERE id = $1`, fresh.ID); got != 0 {
+			t.Errorf("%s changed: the batch's new report was kept", name)
+		}
+	}
+	rows := rollupsOf(t, s, k.ID)
+	if len(rows) != 1 || rows[0].Requests != 1 || rows[0].Cost != 100 {
+		t.Errorf("rollups after the refused replays: %+v", rows)
+	}
+}
