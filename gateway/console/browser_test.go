@@ -13,109 +13,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aigateway/gateway/client"
-	"github.com/aigateway/gateway/internal/testenv"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/chromedp/cdproto/browser"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
-
-// screenshotsVar names a directory to write screenshots of every page into,
-// at 360 and 1280 px wide; unset, none are taken.
-const screenshotsVar = "CONSOLE_SCREENSHOTS"
 
 // TestInTheBrowser drives the console in a real headless Chromium through
 // what a person does: sign in, workspaces, keys, files, budgets, and the
 // attacks the console must withstand.
 func TestInTheBrowser(t *testing.T) {
-	chromium := testenv.Require(t, testenv.ChromiumVar)
+	c := openChrome(t)
 	g := startGateway(t, testConfig(t), true)
 	api := g.api(t, g.Management)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, // the test may run as root, where Chromium's sandbox refuses to start
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancelTimeout()
-
-	// Any JavaScript dialog is a failure: the console opens none, so one
-	// would come from injected script.
-	var dialogs atomic.Int32
-	dismiss := func(message string) {
-		dialogs.Add(1)
-		t.Errorf("a JavaScript dialog opened: %q", message)
-		// Not from the listener, which must not send commands.
-		go func() {
-			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
-		}()
-	}
-	if err := chromedp.Listen(ctx, func(ev any) {
-		switch ev := ev.(type) {
-		case *page.EventJavascriptDialogOpening:
-			dismiss(ev.Message)
-		case page.EventJavascriptDialogOpening:
-			dismiss(ev.Message)
-		}
-	}); err != nil {
-		t.Fatalf("start the browser: %v", err)
-	}
-	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("read %s: %v", sel, err)
-		}
-		return s
-	}
-	// Every control of every page shown has a label a screen reader reads.
-	labelled := func(name string) {
-		t.Helper()
-		unlabelled, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](unlabelledControls))
-		if err != nil {
-			t.Fatalf("%s: find unlabelled controls: %v", name, err)
-		}
-		if len(unlabelled) > 0 {
-			t.Errorf("%s: controls without a label: %q", name, unlabelled)
-		}
-	}
-	shots := os.Getenv(screenshotsVar)
-	shoot := func(name string) {
-		t.Helper()
-		labelled(name)
-		if shots == "" {
-			return
-		}
-		for _, width := range []int64{360, 1280} {
-			run("viewport", chromedp.EmulateViewport(width, 800, chromedp.EmulatePortrait))
-			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-			if err != nil {
-				t.Fatalf("screenshot %s: %v", name, err)
-			}
-			if err := os.WriteFile(filepath.Join(shots, fmt.Sprintf("%s-%d.png", name, width)), png, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		run("restore viewport", chromedp.ResetViewport())
-	}
+	ctx := c.ctx
+	run, text, shoot := c.run, c.text, c.check
 	flash := `p.flash`
 
 	// Sign in with the management key.
@@ -432,9 +348,6 @@ func TestInTheBrowser(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // polling for the revocation to arrive, not synchronising
 	}
 	shoot("session-ended")
-	if n := dialogs.Load(); n != 0 {
-		t.Errorf("%d JavaScript dialogs opened", n)
-	}
 }
 
 // evalJS evaluates expr in the page.
@@ -483,9 +396,3 @@ func crossSiteForm(t *testing.T, console string) string {
 func jsString(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`).Replace(s) + "'"
 }
-
-// unlabelledControls lists the visible form controls of the page that have
-// no label: no <label> for them, no aria-label, no aria-labelledby.
-const unlabelledControls = `[...document.querySelectorAll("input:not([type=hidden]), select, textarea")]
-	.filter(e => !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !e.getAttribute("aria-labelledby"))
-	.map(e => e.name || e.id || e.type)`
