@@ -29,7 +29,7 @@ const maxIdempotencyKey = 255
 
 // readJSONBody reads a JSON body of at most limit bytes and the
 // Idempotency-Key header, checking the HTTP layer's part: the media type
-// (absent is taken as JSON) and the key's form.
+// (checkJSONRequest) and the key's form.
 func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, idempotencyKey string, err error) {
 	if idempotencyKey, err = checkJSONRequest(r); err != nil {
 		return nil, "", err
@@ -43,17 +43,39 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) (body []b
 
 // checkJSONRequest checks the headers of a request with a JSON body and
 // returns its Idempotency-Key.
+//
+// Every JSON body route holds the one rule of the contract (api.md: the
+// request header is Content-Type: application/json; a request it refuses
+// is a 400, "Invalid request parameters", and admin.md holds its routes to
+// the same decoding): the body is declared application/json, with no
+// charset or charset=utf-8 (JSON is UTF-8). A missing or other media type
+// is refused with 400 naming content_type, as the upload route refuses a
+// body that is not multipart: a client that sends no type, or a form's,
+// has not sent what the route reads, whatever the bytes happen to be. The
+// official SDKs, the Go client and the console always declare
+// application/json.
 func checkJSONRequest(r *http.Request) (idempotencyKey string, err error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return "", badRequest(map[string]any{"content_type": "must be application/json"})
-		}
+	if problem := jsonMediaTypeProblem(r.Header.Get("Content-Type")); problem != "" {
+		return "", badRequest(map[string]any{"content_type": problem})
 	}
 	idempotencyKey = r.Header.Get("Idempotency-Key")
 	if len(idempotencyKey) > maxIdempotencyKey || !printableASCII(idempotencyKey) {
 		return "", badRequest(map[string]any{"idempotency_key": "must be 1 to 255 printable ASCII characters"})
 	}
 	return idempotencyKey, nil
+}
+
+// jsonMediaTypeProblem says what is wrong with ct as the media type of a
+// JSON body, or "".
+func jsonMediaTypeProblem(ct string) string {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return "must be application/json"
+	}
+	if charset, ok := params["charset"]; ok && !strings.EqualFold(charset, "utf-8") {
+		return "must be application/json, with charset utf-8 if any"
+	}
+	return ""
 }
 
 func printableASCII(s string) bool {
@@ -157,10 +179,31 @@ func readMoney(number string) (money.Micros, string) {
 	return m, ""
 }
 
-// readTime reads an RFC 3339 time with seconds (and any fraction).
+// readTime reads an RFC 3339 time with seconds (and any fraction), in UTC
+// (readUTC).
 func readTime(s string) (time.Time, bool) {
+	t, problem := readUTC(s)
+	return t, problem == ""
+}
+
+// utcExample shows the form of a time every route takes.
+const utcExample = "e.g. 2030-01-31T00:00:00Z"
+
+// readUTC reads an RFC 3339 time with seconds (and any fraction) that is
+// in UTC, or says what is wrong with s. The contract takes every time as
+// ISO 8601 UTC: a time with another offset is refused rather than
+// converted, so that a client whose clock or library writes local times
+// learns it now, not when a key expires hours early or a report lands on
+// another day. An offset of zero written as +00:00 is UTC and passes.
+func readUTC(s string) (time.Time, string) {
 	t, err := time.Parse(time.RFC3339Nano, s)
-	return t, err == nil
+	if err != nil {
+		return time.Time{}, "must be an ISO 8601 UTC time with seconds, " + utcExample
+	}
+	if _, offset := t.Zone(); offset != 0 {
+		return time.Time{}, "must be in UTC (end with Z), " + utcExample
+	}
+	return t.UTC(), ""
 }
 
 // replacedInvalid reports whether decoding raw replaced something with

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -231,7 +233,7 @@ var keyNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 func TestReadKeyCreation(t *testing.T) {
 	req, err := readKeyCreation([]byte(`{"name":"ci","workspace_id":"prod","limit":12.5,
-		"limit_reset":"weekly","include_byok_in_limit":true,"expires_at":"2027-01-01T01:00:00+01:00"}`), keyNow)
+		"limit_reset":"weekly","include_byok_in_limit":true,"expires_at":"2027-01-01T00:00:00Z"}`), keyNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,21 +257,22 @@ func TestReadKeyCreation(t *testing.T) {
 		`{"name":"a","nme":"b"}`:  {"nme": "unknown field"},
 		`{"name":"a","name":"b"}`: {"name": "duplicate key"},
 		// A value read before its key comes again keeps its problem.
-		`{"name":"","name":"b"}`:                            {"name": "must not be empty"},
-		`{"limit":-1,"name":"a","limit":2}`:                 {"limit": "must be 0 or more"},
-		`{"name":"a","limit":-1}`:                           {"limit": "must be 0 or more"},
-		`{"name":"a","limit":"5"}`:                          {"limit": "must be a number or null"},
-		`{"name":"a","limit":0.0000001}`:                    {"limit": "must have at most 6 decimals"},
-		`{"name":"a","limit":1e300}`:                        {"limit": "must be a number in range"},
-		`{"name":"a","limit_reset":"yearly"}`:               {"limit_reset": keys.ResetRule},
-		`{"name":"a","limit_reset":""}`:                     {"limit_reset": keys.ResetRule},
-		`{"name":"a","limit_reset":1}`:                      {"limit_reset": "must be a string"},
-		`{"name":"a","include_byok_in_limit":1}`:            {"include_byok_in_limit": "must be true or false"},
-		`{"name":"a","expires_at":"2020-01-01T00:00:00Z"}`:  {"expires_at": "must be in the future"},
-		`{"name":"a","expires_at":"2027-01-01"}`:            {"expires_at": "must be an ISO 8601 UTC time with seconds, e.g. 2030-01-31T00:00:00Z"},
-		`{"name":"a","expires_at":5}`:                       {"expires_at": "must be a string"},
-		`{"name":"a","workspace_id":5}`:                     {"workspace_id": "must be a string"},
-		`{"limit":"x","expires_at":"2020-01-01T00:00:00Z"}`: {"name": "required", "limit": "", "expires_at": "must be in the future"},
+		`{"name":"","name":"b"}`:                                {"name": "must not be empty"},
+		`{"limit":-1,"name":"a","limit":2}`:                     {"limit": "must be 0 or more"},
+		`{"name":"a","limit":-1}`:                               {"limit": "must be 0 or more"},
+		`{"name":"a","limit":"5"}`:                              {"limit": "must be a number or null"},
+		`{"name":"a","limit":0.0000001}`:                        {"limit": "must have at most 6 decimals"},
+		`{"name":"a","limit":1e300}`:                            {"limit": "must be a number in range"},
+		`{"name":"a","limit_reset":"yearly"}`:                   {"limit_reset": keys.ResetRule},
+		`{"name":"a","limit_reset":""}`:                         {"limit_reset": keys.ResetRule},
+		`{"name":"a","limit_reset":1}`:                          {"limit_reset": "must be a string"},
+		`{"name":"a","include_byok_in_limit":1}`:                {"include_byok_in_limit": "must be true or false"},
+		`{"name":"a","expires_at":"2020-01-01T00:00:00Z"}`:      {"expires_at": "must be in the future"},
+		`{"name":"a","expires_at":"2027-01-01"}`:                {"expires_at": "must be an ISO 8601 UTC time with seconds, e.g. 2030-01-31T00:00:00Z"},
+		`{"name":"a","expires_at":5}`:                           {"expires_at": "must be a string"},
+		`{"name":"a","expires_at":"2027-01-01T05:00:00+05:00"}`: {"expires_at": "must be in UTC (end with Z), e.g. 2030-01-31T00:00:00Z"},
+		`{"name":"a","workspace_id":5}`:                         {"workspace_id": "must be a string"},
+		`{"limit":"x","expires_at":"2020-01-01T00:00:00Z"}`:     {"name": "required", "limit": "", "expires_at": "must be in the future"},
 		`[]`:              {"body": "must be a JSON object"},
 		`{"name":"a"} {}`: {"body": "unexpected data after the JSON object"},
 		`{"name":"a"`:     {"body": "malformed JSON"},
@@ -571,6 +574,81 @@ func TestReadReport(t *testing.T) {
 		fields := invalid.Fields(report(body))
 		if len(fields) != 1 || fields[0].Name != want[0] || fields[0].Problem != want[1] {
 			t.Errorf("%s: %v, want %s: %s", body, fields, want[0], want[1])
+		}
+	}
+}
+
+func TestJSONMediaType(t *testing.T) {
+	for ct, want := range map[string]string{
+		"application/json":                  "",
+		"application/json; charset=utf-8":   "",
+		"Application/JSON;charset=UTF-8":    "",
+		"application/json; charset=latin1":  "must be application/json, with charset utf-8 if any",
+		"":                                  "must be application/json",
+		"text/plain":                        "must be application/json",
+		"text/plain; charset=utf-8":         "must be application/json",
+		"application/x-www-form-urlencoded": "must be application/json",
+		"multipart/form-data; boundary=x":   "must be application/json",
+		"application/json-patch+json":       "must be application/json",
+		"application/json; charset":         "must be application/json",
+	} {
+		if got := jsonMediaTypeProblem(ct); got != want {
+			t.Errorf("%q: %q, want %q", ct, got, want)
+		}
+	}
+}
+
+// TestJSONBodyRoutesShareTheMediaTypeRule: every route that reads a JSON
+// body refuses a body not declared as JSON the same way, with 400 naming
+// content_type, before anything of the body is read; a missing
+// Content-Type included, which some routes took for JSON.
+func TestJSONBodyRoutesShareTheMediaTypeRule(t *testing.T) {
+	api, _ := newTestAPI(t, Options{Workspaces: &fakeWorkspaces{result: workspace.Result{Workspace: testWorkspace}}})
+	h := api.Handler()
+	routes := [][2]string{
+		{"POST", "/workspaces"}, {"PATCH", "/workspaces/w1"}, {"PUT", "/workspaces/w1/budgets/daily"},
+		{"POST", "/keys"}, {"PATCH", "/keys/00000000000000aa"}, {"POST", "/keys/00000000000000aa/usage"},
+		{"POST", "/byok"}, {"PATCH", "/byok/9c0d7a3e-0000-4000-8000-000000000000"}, {"POST", "/usage"},
+	}
+	for _, route := range routes {
+		for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "application/json; charset=utf-16"} {
+			req := httptest.NewRequest(route[0], apiPrefix+route[1], strings.NewReader(`{}`))
+			req.Header.Set("Authorization", "Bearer management")
+			if ct != "" {
+				req.Header.Set("Content-Type", ct)
+			}
+			rec := serve(h, req)
+			env := decodeEnvelope(t, rec)
+			fields, _ := env.Error.Metadata["fields"].(map[string]any)
+			if rec.Code != http.StatusBadRequest || env.Error.Message != "Invalid request parameters" || fields["content_type"] == nil {
+				t.Errorf("%s %s with Content-Type %q: %d %s, want 400 naming content_type", route[0], route[1], ct, rec.Code, rec.Body)
+			}
+		}
+	}
+}
+
+func TestReadTimeIsUTC(t *testing.T) {
+	for s, want := range map[string]string{
+		"2030-01-31T00:00:00Z":            "",
+		"2030-01-31T00:00:00.123456Z":     "",
+		"2030-01-31T00:00:00+00:00":       "",
+		"2030-01-31T05:00:00+05:00":       "must be in UTC (end with Z), e.g. 2030-01-31T00:00:00Z",
+		"2030-01-30T23:00:00-01:00":       "must be in UTC (end with Z), e.g. 2030-01-31T00:00:00Z",
+		"2030-01-31T00:00Z":               "must be an ISO 8601 UTC time with seconds, e.g. 2030-01-31T00:00:00Z",
+		"2030-01-31":                      "must be an ISO 8601 UTC time with seconds, e.g. 2030-01-31T00:00:00Z",
+		"2030-01-31T00:00:00":             "must be an ISO 8601 UTC time with seconds, e.g. 2030-01-31T00:00:00Z",
+		"Fri, 31 Jan 2030 00:00:00 +0000": "must be an ISO 8601 UTC time with seconds, e.g. 2030-01-31T00:00:00Z",
+	} {
+		got, problem := readUTC(s)
+		if problem != want {
+			t.Errorf("readUTC(%q): %q, want %q", s, problem, want)
+			continue
+		}
+		if problem == "" && (got.Location() != time.UTC || !got.Equal(time.Date(2030, 1, 31, 0, 0, 0, got.Nanosecond(), time.UTC))) {
+			t.Errorf("readUTC(%q) = %v", s, got)
+		}
+		if _, ok := readTime(s); ok != (want == "") {
+			t.Errorf("readTime(%q) ok = %v, want %v (the usage reports' \"at\" follows the same rule)", s, ok, want == "")
 		}
 	}
 }

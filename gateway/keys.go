@@ -190,9 +190,9 @@ func readKeyCreation(body []byte, now time.Time) (keys.CreateRequest, error) {
 				p.Add(key, "must be a string")
 				return
 			}
-			t, ok := readTime(s)
-			if !ok {
-				p.Add(key, "must be an ISO 8601 UTC time with seconds, e.g. 2030-01-31T00:00:00Z")
+			t, problem := readUTC(s)
+			if problem != "" {
+				p.Add(key, problem)
 				return
 			}
 			req.ExpiresAt = &t

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,19 @@ func (f *fakeKeys) Delete(_ context.Context, userID, id string) error {
 	return nil
 }
 
+// sendJSON sends body, when there is one, as a JSON client does: declared
+// application/json.
+func sendJSON(h http.Handler, method, path, token, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return serve(h, req)
+}
+
 func TestKeyRoutes(t *testing.T) {
 	limit := money.Micros(2_500_000)
 	fk := &fakeKeys{key: keys.APIKey{ID: "00000000000000aa", UserID: "u1", Name: "ci", Role: keys.RoleStandard,
@@ -69,7 +83,7 @@ func TestKeyRoutes(t *testing.T) {
 	h := api.Handler()
 	send := func(method, path, token, body string) *http.Response {
 		t.Helper()
-		return do(t, h, method, path, token, strings.NewReader(body)).Result()
+		return sendJSON(h, method, path, token, body).Result()
 	}
 	decode := func(res *http.Response) map[string]any {
 		t.Helper()
@@ -107,7 +121,7 @@ func TestKeyRoutes(t *testing.T) {
 		t.Errorf("create answer = %v", created)
 	}
 
-	rec := do(t, h, "POST", apiPrefix+"/keys", "management", strings.NewReader(`{"name":"ci","limit":-1}`))
+	rec := sendJSON(h, "POST", apiPrefix+"/keys", "management", `{"name":"ci","limit":-1}`)
 	if env := decodeEnvelope(t, rec); rec.Code != 400 || env.Error.Metadata["fields"].(map[string]any)["limit"] == nil {
 		t.Errorf("negative limit: %d %v", rec.Code, env)
 	}

@@ -121,6 +121,9 @@ func TestWorkspaceRoutes(t *testing.T) {
 		{name: "update not JSON", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
 			header: map[string]string{"Content-Type": "text/plain"},
 			status: 400, meta: map[string]any{"fields": map[string]any{"content_type": "must be application/json"}}},
+		{name: "update without a content type", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
+			header: map[string]string{"Content-Type": ""},
+			status: 400, meta: map[string]any{"fields": map[string]any{"content_type": "must be application/json"}}},
 		{name: "update key too long", method: "PATCH", path: "/api/v1/workspaces/w", body: `{}`,
 			header: map[string]string{"Idempotency-Key": strings.Repeat("k", 256)},
 			status: 400, meta: map[string]any{"fields": map[string]any{"idempotency_key": "must be 1 to 255 printable ASCII characters"}}},
@@ -166,6 +169,9 @@ func TestWorkspaceRoutes(t *testing.T) {
 			api, _ := newTestAPI(t, Options{Workspaces: &fake})
 			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
 			req.Header.Set("Authorization", "Bearer management")
+			if tt.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
 			for k, v := range tt.header {
 				req.Header.Set(k, v)
 			}
