@@ -286,8 +286,14 @@ func Default() Config {
 			UploadsInFlightPerKey: 8,
 			UploadLease:           time.Minute,
 			Rate: Rates{
-				Default: Rate{Requests: 600, Per: time.Minute, Burst: 100},
-				Files:   Rate{Requests: 60, Per: time.Minute, Burst: 20},
+				// Bursts of 1,000: a folder import of 1,000 small files
+				// (uploads pass both classes) goes through at any speed,
+				// with 4 clients or more; past it, a key's uploads go at 5
+				// a second, enough to end a 2,000-file import in under 4
+				// minutes and little for an abuser, whose bytes the upload
+				// byte budget and the workspace quota bound anyway.
+				Default: Rate{Requests: 600, Per: time.Minute, Burst: 1000},
+				Files:   Rate{Requests: 300, Per: time.Minute, Burst: 1000},
 				// Batches of up to 1,000 reports: 100 a second carry
 				// 100,000 reports a second for the whole fleet.
 				Usage: Rate{Requests: 6000, Per: time.Minute, Burst: 600},
