@@ -1,55 +1,303 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aigateway/gateway/client"
+	"golang.org/x/sync/errgroup"
 )
 
-// filesPerPage is the page size of the file list. The API pages by a
-// keyset cursor, so a page costs the same however many files there are.
+// filesPerPage is the page size of the file list unless the person picks
+// another of filePageSizes. The API pages by a keyset cursor, so a page
+// costs the same however many files there are.
 const filesPerPage = 50
 
+// filePageSizes are the page sizes offered: big pages make emptying a
+// workspace a few "select all" steps rather than dozens.
+var filePageSizes = []int{50, 100, 200}
+
+// maxBulkDelete bounds the files one bulk delete takes: the biggest page.
+const maxBulkDelete = 200
+
+// bulkDeleteWorkers is how many deletes of a bulk delete run at once: the
+// storage's round trips overlap, and the key's rate limit, which counts
+// each delete, is met in order rather than by a burst.
+const bulkDeleteWorkers = 4
+
+// serviceRole is the API's role of the other gateway components' keys,
+// which may always read a file's bytes (README, "Service keys").
+const serviceRole = "service"
+
+// The query parameters of the file list that say which page it shows;
+// every link and form of the page carries them, so that an action comes
+// back to the page it was started from.
+var filePageParams = []string{"workspace", "cursor", "before", "after", "per"}
+
 type filesData struct {
-	Files      []client.File
+	Files      []fileRow
 	Workspaces []workspaceChoice
 	Workspace  string
-	// Next is the link of the next page; First is set on a later page.
-	Next, First string
+	// Shown says how many files the page lists. The API gives no total:
+	// counting a workspace's files on every view is the cost keyset paging
+	// avoids.
+	Shown string
+	// DownloadHint is set when some file has no Download link, to say once
+	// why and how an operator turns downloads on.
+	DownloadHint bool
+	// Notice is a problem of the request itself, shown above the list.
+	Notice string
+	// Newest, Newer and Older are the pager's links; empty: none.
+	Newest, Newer, Older string
+	// Sizes are the page sizes to pick, as links.
+	Sizes []pageSize
+	// Here is the page's own position (workspace, cursor, page size) as
+	// hidden fields of the bulk form, and BulkAction where that form's
+	// confirmation posts.
+	Here       []hiddenField
+	BulkAction string
+	// Confirm is set on the bulk delete's confirmation page.
+	Confirm *bulkConfirm
 }
 
+// fileRow is a file of the list with its links.
+type fileRow struct {
+	client.File
+	// Download is the link to the file's bytes; empty when the signed-in
+	// key may not read them.
+	Download string
+	// Delete is where its delete form posts.
+	Delete string
+}
+
+type pageSize struct {
+	N       int
+	URL     string
+	Current bool
+}
+
+type hiddenField struct{ Name, Value string }
+
+// bulkConfirm is what a bulk delete will delete, asked before it does.
+type bulkConfirm struct {
+	IDs []string
+	// Files are the selected files the page lists; Unlisted the selected
+	// ids it no longer lists (deleted or moved meanwhile), shown by id.
+	Files    []client.File
+	Unlisted []string
+	Action   string
+	Back     string
+}
+
+// files lists a page of the workspace's files, newest first. With do=delete
+// it is the bulk delete's confirmation page for the files selected
+// (file=<id>, repeated), which posts to deleteSelected.
 func (c *Console) files(v *visit) error {
 	ws, choices, err := v.pickWorkspace()
 	if err != nil {
 		return err
 	}
-	var opts []client.FileOption
-	if ws != "" {
-		opts = append(opts, client.InWorkspace(ws))
-	}
-	cursor := v.r.URL.Query().Get("cursor")
-	page, err := v.api.ListFiles(v.ctx(), filesPerPage, cursor, opts...)
+	q := v.r.URL.Query()
+	per, err := filePageSize(q.Get("per"))
 	if err != nil {
 		return err
 	}
-	d := filesData{Files: page.Files, Workspaces: choices, Workspace: ws}
-	if page.Cursor != nil && *page.Cursor != "" {
-		d.Next = withQuery("/console/files", url.Values{"workspace": {ws}, "cursor": {*page.Cursor}})
+	here := filePageHere(q)
+	if ws != "" {
+		here.Set("workspace", ws)
 	}
-	if cursor != "" {
-		d.First = withQuery("/console/files", url.Values{"workspace": {ws}})
+	opts, backward := filePageOptions(here)
+	page, err := v.api.ListFiles(v.ctx(), per, here.Get("cursor"), opts...)
+	if err != nil {
+		return err
 	}
-	return v.show("files", "Files", "files", d)
+	d := filesData{Workspaces: choices, Workspace: ws, Shown: filesShown(len(page.Files)),
+		BulkAction: withQuery("/console/files", clone(here))}
+	mayDownload := v.me.Role == serviceRole
+	for _, f := range page.Files {
+		row := fileRow{File: f, Delete: withQuery("/console/files/"+url.PathEscape(f.ID)+"/delete", clone(here))}
+		if mayDownload || f.Downloadable {
+			row.Download = withQuery("/console/files/"+url.PathEscape(f.ID)+"/content", url.Values{"workspace": {ws}})
+		} else {
+			d.DownloadHint = true
+		}
+		d.Files = append(d.Files, row)
+	}
+	d.Newest, d.Newer, d.Older = filePager(here, page, backward)
+	for _, n := range filePageSizes {
+		at := clone(here)
+		at.Set("per", strconv.Itoa(n))
+		if n == filesPerPage {
+			at.Del("per")
+		}
+		d.Sizes = append(d.Sizes, pageSize{N: n, URL: withQuery("/console/files", at), Current: n == per})
+	}
+	for _, name := range filePageParams {
+		if value := here.Get(name); value != "" {
+			d.Here = append(d.Here, hiddenField{name, value})
+		}
+	}
+	if q.Get("do") != "delete" {
+		return v.show("files", "Files", "files", d)
+	}
+	ids, err := selectedFiles(q["file"])
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		d.Notice = "Select the files to delete first: tick the box of each, or “Select all on this page”."
+		return v.show("files", "Files", "files", d)
+	}
+	d.Confirm = confirmation(ids, page.Files, d.BulkAction, withQuery("/console/files", clone(here)))
+	return v.show("files", deleteTitle(len(ids)), "files", d)
 }
+
+// filePageSize reads the page size: empty is the default, anything else
+// must be one of those offered.
+func filePageSize(s string) (int, error) {
+	if s == "" {
+		return filesPerPage, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || !slices.Contains(filePageSizes, n) {
+		return 0, &client.Error{StatusCode: http.StatusBadRequest, Message: "Show 50, 100 or 200 files a page (per)"}
+	}
+	return n, nil
+}
+
+// filePageHere is the page's position from its query, nothing else.
+func filePageHere(q url.Values) url.Values {
+	here := url.Values{}
+	for _, name := range filePageParams {
+		if value := q.Get(name); value != "" {
+			here.Set(name, value)
+		}
+	}
+	return here
+}
+
+// filePageOptions turns the page's position into the API's: cursor goes
+// on as it is (forward, older files), before asks for the files just newer
+// than a file and after for those just older; the API refuses more than
+// one in its words. backward reports a page read from before.
+func filePageOptions(here url.Values) (opts []client.FileOption, backward bool) {
+	if ws := here.Get("workspace"); ws != "" {
+		opts = append(opts, client.InWorkspace(ws))
+	}
+	if id := here.Get("before"); id != "" {
+		opts = append(opts, func(q url.Values) { q.Set("before_id", id) })
+		backward = true
+	}
+	if id := here.Get("after"); id != "" {
+		opts = append(opts, func(q url.Values) { q.Set("after_id", id) })
+	}
+	return opts, backward
+}
+
+// filePager links the pages around this one. Going older continues with
+// the API's cursor; going newer asks for the files just newer than the
+// first shown (the API's before_id), whose answer says whether there are
+// newer still. A page read backwards goes older from its last file.
+func filePager(here url.Values, page *client.FilePage, backward bool) (newest, newer, older string) {
+	moved := here.Get("cursor") != "" || here.Get("before") != "" || here.Get("after") != ""
+	at := func(param, value string) string {
+		q := clone(here)
+		for _, p := range []string{"cursor", "before", "after"} {
+			q.Del(p)
+		}
+		q.Set(param, value)
+		return withQuery("/console/files", q)
+	}
+	if moved {
+		first := clone(here)
+		for _, p := range []string{"cursor", "before", "after"} {
+			first.Del(p)
+		}
+		newest = withQuery("/console/files", first)
+	}
+	files := page.Files
+	if len(files) == 0 {
+		return newest, "", ""
+	}
+	if backward {
+		if page.HasMore {
+			newer = at("before", files[0].ID)
+		}
+		return newest, newer, at("after", files[len(files)-1].ID)
+	}
+	if moved {
+		newer = at("before", files[0].ID)
+	}
+	if page.Cursor != nil && *page.Cursor != "" {
+		older = at("cursor", *page.Cursor)
+	}
+	return newest, newer, older
+}
+
+// filesShown is the page's count, in words.
+func filesShown(n int) string {
+	if n == 1 {
+		return "1 file shown"
+	}
+	return strconv.Itoa(n) + " files shown"
+}
+
+// selectedFiles are the ids a bulk delete names, each once, in order.
+func selectedFiles(ids []string) ([]string, error) {
+	out := make([]string, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" && !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	if len(out) > maxBulkDelete {
+		return nil, &client.Error{StatusCode: http.StatusBadRequest,
+			Message: fmt.Sprintf("Select at most %d files at a time (%d were selected)", maxBulkDelete, len(out))}
+	}
+	return out, nil
+}
+
+// confirmation names what a bulk delete of ids will delete, by the names
+// the page lists.
+func confirmation(ids []string, listed []client.File, action, back string) *bulkConfirm {
+	byID := make(map[string]client.File, len(listed))
+	for _, f := range listed {
+		byID[f.ID] = f
+	}
+	c := &bulkConfirm{IDs: ids, Action: action, Back: back}
+	for _, id := range ids {
+		if f, ok := byID[id]; ok {
+			c.Files = append(c.Files, f)
+		} else {
+			c.Unlisted = append(c.Unlisted, id)
+		}
+	}
+	return c
+}
+
+func deleteTitle(n int) string {
+	if n == 1 {
+		return "Delete 1 file?"
+	}
+	return fmt.Sprintf("Delete %d files?", n)
+}
+
+func clone(q url.Values) url.Values { return maps.Clone(q) }
 
 // uploadFile streams a file from the browser to the API's POST /files: the
 // browser's multipart body is read part by part and the file part is
@@ -63,7 +311,13 @@ func (c *Console) files(v *visit) error {
 //
 // The script asks for JSON (Accept: application/json) and shows the
 // outcome itself; a plain form gets the usual redirect.
+//
+// The route also takes the bulk delete's confirmation, a urlencoded form
+// (see deleteSelected): only a multipart body is an upload.
 func (c *Console) uploadFile(v *visit) error {
+	if urlencodedForm(v.r) {
+		return c.deleteSelected(v)
+	}
 	ws := v.r.URL.Query().Get("workspace")
 	back := withQuery("/console/files", url.Values{"workspace": {ws}})
 	mr, err := v.r.MultipartReader()
@@ -198,11 +452,118 @@ func (c *Console) downloadFile(v *visit) error {
 }
 
 func (c *Console) deleteFile(v *visit) error {
-	ws := v.r.URL.Query().Get("workspace")
-	var opts []client.FileOption
-	if ws != "" {
-		opts = append(opts, client.InWorkspace(ws))
-	}
-	back := withQuery("/console/files", url.Values{"workspace": {ws}})
+	here := filePageHere(v.r.URL.Query())
+	opts, _ := filePageOptions(url.Values{"workspace": {here.Get("workspace")}})
+	back := withQuery("/console/files", here)
 	return v.done(back, "File deleted.", v.api.DeleteFile(v.ctx(), v.r.PathValue("id"), opts...))
+}
+
+// maxBulkForm bounds the bulk delete's form: maxBulkDelete ids of at most
+// 128 bytes each, and the token.
+const maxBulkForm = 64 << 10
+
+// urlencodedForm reports whether r's body is a urlencoded form.
+func urlencodedForm(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/x-www-form-urlencoded"
+}
+
+// deleteSelected deletes the files a bulk delete's confirmation names
+// (file=<id>, repeated) and goes back to the page it came from, saying how
+// many went. It shares its route with the streamed upload, whose handler
+// checks no token before it is called, so it checks the form's token
+// itself, as every state-changing form does.
+//
+// Each file is one DELETE of the API, counted by the key's rate limit like
+// any other call. The first refusal (the rate limit's 429 among them)
+// stops the files not yet started, and the outcome says how many were
+// deleted and why the rest were not; a file already gone counts as
+// deleted, since the person wanted it gone.
+func (c *Console) deleteSelected(v *visit) error {
+	v.r.Body = http.MaxBytesReader(v.w, v.r.Body, maxBulkForm)
+	if err := v.r.ParseForm(); err != nil {
+		c.refuse(v.w, v.r, http.StatusRequestEntityTooLarge, fmt.Sprintf("Too many files were selected: delete at most %d at a time.", maxBulkDelete))
+		return nil
+	}
+	if !sameToken(v.r.PostForm.Get("csrf"), v.sess.CSRF) {
+		c.refuse(v.w, v.r, http.StatusForbidden, "This form has expired or did not come from this console. Reload the page and try again.")
+		return nil
+	}
+	here := filePageHere(v.r.URL.Query())
+	back := withQuery("/console/files", clone(here))
+	ids, err := selectedFiles(v.r.PostForm["file"])
+	if err != nil {
+		return v.done(back, "", err)
+	}
+	if len(ids) == 0 {
+		return v.done(back, "", badInput{"No file was selected, so none was deleted."})
+	}
+	opts, _ := filePageOptions(url.Values{"workspace": {here.Get("workspace")}})
+	deleted, err := deleteAll(v.ctx(), v.api, ids, opts)
+	var apiErr *client.Error
+	switch {
+	case err == nil:
+		return v.done(back, deletedFiles(deleted, len(ids)), nil)
+	case errors.As(err, &apiErr) && apiErr.StatusCode != http.StatusUnauthorized:
+		return v.done(back, "", badInput{deletedFiles(deleted, len(ids)) + " " + apiMessage(apiErr)})
+	default:
+		return err
+	}
+}
+
+// deleteAll deletes ids, bulkDeleteWorkers at a time, and returns how many
+// are gone. It stops starting deletes at the first error, which it
+// returns; deletes already under way finish (a delete is never cut off
+// halfway by its neighbour's failure).
+func deleteAll(ctx context.Context, api *client.Client, ids []string, opts []client.FileOption) (int, error) {
+	var (
+		mu      sync.Mutex
+		deleted int
+		first   error
+	)
+	var g errgroup.Group
+	g.SetLimit(bulkDeleteWorkers)
+	for _, id := range ids {
+		mu.Lock()
+		stop := first != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		g.Go(func() error {
+			mu.Lock()
+			stop := first != nil
+			mu.Unlock()
+			if stop {
+				return nil
+			}
+			err := api.DeleteFile(ctx, id, opts...)
+			var apiErr *client.Error
+			if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusNotFound {
+				err = nil // already gone: what was asked
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				deleted++
+			} else if first == nil {
+				first = err
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return deleted, first
+}
+
+// deletedFiles says how many of n files a bulk delete deleted.
+func deletedFiles(deleted, n int) string {
+	switch {
+	case deleted == n && n == 1:
+		return "1 file deleted."
+	case deleted == n:
+		return fmt.Sprintf("%d files deleted.", n)
+	default:
+		return fmt.Sprintf("Deleted %d of the %d files selected.", deleted, n)
+	}
 }

@@ -1,15 +1,28 @@
 // The console's one script: what plain forms cannot do. Everything works
-// without it except the copy button and the upload's progress bar.
+// without it except the copy buttons, "Select all on this page" and the
+// upload's progress bar; the first two are hidden where it does not run.
 'use strict';
 
 document.addEventListener('DOMContentLoaded', () => {
-  // Copy buttons copy the text of the element their data-copy names.
-  for (const button of document.querySelectorAll('button[data-copy]')) {
+  // Copy buttons copy the text of the element their data-copy names, and
+  // say so in their .copy-label (else their whole text), until another
+  // one is used. Where the clipboard is refused the text is selected and
+  // the button says data-copy-fallback.
+  const copyButtons = [...document.querySelectorAll('button[data-copy]')];
+  const copyLabel = (button) => button.querySelector('.copy-label') || button;
+  const copyLabels = new Map(copyButtons.map((b) => [b, copyLabel(b).textContent]));
+  for (const button of copyButtons) {
+    button.hidden = false;
     button.addEventListener('click', async () => {
+      for (const [other, label] of copyLabels) {
+        if (other !== button) {
+          copyLabel(other).textContent = label;
+        }
+      }
       const source = document.getElementById(button.dataset.copy);
       try {
         await navigator.clipboard.writeText(source.textContent.trim());
-        button.textContent = 'Copied';
+        copyLabel(button).textContent = 'Copied';
       } catch {
         // Clipboard refused (no permission, insecure origin): select the
         // text so that the person can copy it themselves.
@@ -18,9 +31,36 @@ document.addEventListener('DOMContentLoaded', () => {
         const sel = window.getSelection();
         sel.removeAllRanges();
         sel.addRange(range);
-        button.textContent = 'Select and copy the key above';
+        copyLabel(button).textContent = button.dataset.copyFallback || 'Select and copy the key above';
       }
     });
+  }
+
+  // "Select all on this page" ticks every file box of the bulk delete's
+  // form, and follows them: ticked when all are, mixed when some are.
+  const selectAll = document.getElementById('select-all');
+  if (selectAll) {
+    const boxes = [...document.querySelectorAll('input[type=checkbox][form=bulk]')];
+    const count = document.getElementById('selected-count');
+    const update = () => {
+      const n = boxes.filter((b) => b.checked).length;
+      selectAll.checked = n > 0 && n === boxes.length;
+      selectAll.indeterminate = n > 0 && n < boxes.length;
+      count.textContent = n === 1 ? '1 selected' : n + ' selected';
+    };
+    selectAll.addEventListener('change', () => {
+      for (const box of boxes) {
+        box.checked = selectAll.checked;
+      }
+      update();
+    });
+    for (const box of boxes) {
+      box.addEventListener('change', update);
+    }
+    selectAll.parentElement.hidden = false;
+    count.hidden = false;
+    // A page shown again from history keeps the boxes ticked before.
+    update();
   }
 
   // A file upload goes with XMLHttpRequest, whose upload events give the
