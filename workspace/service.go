@@ -156,7 +156,17 @@ type Listing struct {
 
 // List returns the page of userID's workspaces, ordered by created_at then
 // id. An offset past the end yields an empty page with the true total.
+//
+// The user's default workspace is always among them: a user who can ask
+// has a key, and every key acts in the default workspace unless it names
+// another. Keys made since the default is made with the first key find it
+// there; for a user whose keys came before that (and whose default was
+// only made when first read), List makes it, so that what a list shows
+// never depends on whether one of its items was read.
 func (s *Service) List(ctx context.Context, userID string, p Page) (Listing, error) {
+	if _, err := s.Default(ctx, userID); err != nil {
+		return Listing{}, err
+	}
 	ws, total, err := s.store.ListWorkspaces(ctx, userID, p.Offset, p.Limit)
 	if err != nil {
 		return Listing{}, err
@@ -180,7 +190,9 @@ func (s *Service) Delete(ctx context.Context, userID, idOrSlug string) error {
 }
 
 // Get returns userID's workspace by UUID or slug. Another user's workspace
-// is ErrNotFound, exactly like a missing one.
+// is ErrNotFound, exactly like a missing one. The slug DefaultSlug names
+// the user's default workspace, which exists for every user with a key (as
+// List shows it): made here if it was not yet.
 func (s *Service) Get(ctx context.Context, userID, idOrSlug string) (Workspace, error) {
 	ref, ok := ParseRef(idOrSlug)
 	if !ok {
@@ -191,6 +203,9 @@ func (s *Service) Get(ctx context.Context, userID, idOrSlug string) (Workspace, 
 		if !errors.Is(err, ErrNotFound) || ref.Slug == "" {
 			return w, err
 		}
+	}
+	if ref.Slug == DefaultSlug {
+		return s.Default(ctx, userID)
 	}
 	return s.store.WorkspaceBySlug(ctx, userID, ref.Slug)
 }

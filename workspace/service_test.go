@@ -461,18 +461,23 @@ func TestServiceUpdateErrors(t *testing.T) {
 func TestServiceListAndDelete(t *testing.T) {
 	svc, st, _ := newTestService()
 	ctx := context.Background()
-	var ids []string
+	def, err := svc.Default(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{def.ID}
 	for _, slug := range []string{"one", "two", "three"} {
 		ids = append(ids, mustCreate(t, svc, "u1", creation("W", slug)).ID)
 	}
+	ids = ids[1:] // the workspaces made here, after the default
 	mustCreate(t, svc, "u2", creation("W", "one"))
 
-	page, err := svc.List(ctx, "u1", Page{Offset: 1, Limit: 1})
-	if err != nil || page.Total != 3 || len(page.Workspaces) != 1 || page.Workspaces[0].ID != ids[1] {
-		t.Fatalf("List(1, 1) = %+v, %v", page, err)
+	page, err := svc.List(ctx, "u1", Page{Offset: 2, Limit: 1})
+	if err != nil || page.Total != 4 || len(page.Workspaces) != 1 || page.Workspaces[0].ID != ids[1] {
+		t.Fatalf("List(2, 1) = %+v, %v", page, err)
 	}
 	past, err := svc.List(ctx, "u1", Page{Offset: 10, Limit: 5})
-	if err != nil || past.Total != 3 || past.Workspaces == nil || len(past.Workspaces) != 0 {
+	if err != nil || past.Total != 4 || past.Workspaces == nil || len(past.Workspaces) != 0 {
 		t.Fatalf("List past the end = %+v, %v; want an empty, non-nil page", past, err)
 	}
 	if b, _ := json.Marshal(past.Workspaces); string(b) != "[]" {
@@ -504,6 +509,48 @@ func TestServiceListAndDelete(t *testing.T) {
 	err = svc.Delete(ctx, "u1", DefaultSlug)
 	if !errors.As(err, &nd) || !nd.Default {
 		t.Errorf("Delete of the default: %v, want *NotDeletableError{Default: true}", err)
+	}
+}
+
+// TestServiceListShowsTheDefault: a user whose default workspace was never
+// made (keys from before it was made with the first key) finds it in the
+// list all the same, and by its slug, as one workspace however many ask at
+// once; another user's list is untouched.
+func TestServiceListShowsTheDefault(t *testing.T) {
+	svc, st, _ := newTestService()
+	ctx := context.Background()
+	team, err := svc.build("u1", creation("Team", "team"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateWorkspace(ctx, team, nil); err != nil {
+		t.Fatal(err)
+	}
+	lists := make([]Listing, 8)
+	var wg sync.WaitGroup
+	for i := range lists {
+		wg.Go(func() {
+			var err error
+			if lists[i], err = svc.List(ctx, "u1", Page{Limit: 50}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	def, err := svc.Get(ctx, "u1", DefaultSlug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lists {
+		if l.Total != 2 || len(l.Workspaces) != 2 || l.Workspaces[0].ID != team.ID || l.Workspaces[1].ID != def.ID {
+			t.Fatalf("List = %+v, want team then the default %s", l, def.ID)
+		}
+	}
+	if def.Slug != DefaultSlug || def.Name != "Default" || def.CreatedBy != "u1" {
+		t.Errorf("default = %+v", def)
+	}
+	if got, _, _ := st.ListWorkspaces(ctx, "u2", 0, 50); len(got) != 0 {
+		t.Errorf("u2's workspaces: %+v, want none (nobody of u2 asked)", got)
 	}
 }
 

@@ -47,7 +47,7 @@ type OperatorStore interface {
 }
 
 // NewOperator returns an Operator; workspaces resolves the workspace of a
-// standard key, and sealer gives the sealer of provider keys, asked only
+// standard key and makes each user's default workspace, and sealer gives the sealer of provider keys, asked only
 // when one is stored (on the embedded default, finding the sealing key may
 // create it).
 func NewOperator(store OperatorStore, workspaces Workspaces, sealer func() (*seal.Sealer, error)) *Operator {
@@ -122,9 +122,23 @@ func (o *Operator) Create(ctx context.Context, req NewKeyRequest) (token string,
 	}
 	k.UserID, k.CreatorUserID, k.Name, k.Models, k.Role = req.User, req.User, req.Name, req.Models, req.Role
 	k.CreatedAt = o.now().UTC()
+	// Every key acts in its user's default workspace unless it names
+	// another, so the default exists from the user's first key on, whatever
+	// its role: a user's list of workspaces never depends on whether the
+	// default was read first. It is made before the key (idempotently: the
+	// store's unique slug settles a race), so no key is ever stored without
+	// it; a key refused after that leaves a workspace its user would have
+	// had anyway.
+	def, err := o.workspaces.WorkspaceID(ctx, req.User, "")
+	if err != nil {
+		return "", key, err
+	}
 	if req.Role == RoleStandard {
-		if k.WorkspaceID, err = o.workspaces.WorkspaceID(ctx, req.User, req.Workspace); err != nil {
-			return "", key, err
+		k.WorkspaceID = def
+		if req.Workspace != "" {
+			if k.WorkspaceID, err = o.workspaces.WorkspaceID(ctx, req.User, req.Workspace); err != nil {
+				return "", key, err
+			}
 		}
 	}
 	if err := o.store.CreateKey(ctx, k); err != nil {

@@ -122,6 +122,46 @@ func (w defaultWorkspaces) WorkspaceID(_ context.Context, userID, ref string) (s
 	return "", ErrWorkspaceNotFound
 }
 
+// madeDefaults resolves workspaces as defaultWorkspaces does and records
+// the users whose default workspace was asked for (made, in the real one).
+type madeDefaults struct {
+	defaultWorkspaces
+	users []string
+}
+
+func (m *madeDefaults) WorkspaceID(ctx context.Context, userID, ref string) (string, error) {
+	if ref == "" {
+		m.users = append(m.users, userID)
+	}
+	return m.defaultWorkspaces.WorkspaceID(ctx, userID, ref)
+}
+
+// TestOperatorMakesTheDefaultWorkspace: a user's first key, of any role,
+// comes with the user's default workspace, made before the key is stored;
+// a key refused for its own workspace leaves no key behind.
+func TestOperatorMakesTheDefaultWorkspace(t *testing.T) {
+	for _, role := range []Role{RoleManagement, RoleService, RoleStandard} {
+		st := &operatorStore{}
+		ws := &madeDefaults{defaultWorkspaces: defaultWorkspaces{"carol/team": "ws-team"}}
+		op := NewOperator(st, ws, testSealer)
+		if _, _, err := op.Create(t.Context(), NewKeyRequest{Name: "first", User: "carol", Role: role}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ws.users, []string{"carol"}) {
+			t.Errorf("%s key: defaults made for %v, want carol's", role, ws.users)
+		}
+	}
+	st := &operatorStore{}
+	ws := &madeDefaults{defaultWorkspaces: defaultWorkspaces{"carol/team": "ws-team"}}
+	_, k, err := NewOperator(st, ws, testSealer).Create(t.Context(), NewKeyRequest{Name: "team", User: "carol", Role: RoleStandard, Workspace: "team"})
+	if err != nil || k.WorkspaceID != "ws-team" || !slices.Equal(ws.users, []string{"carol"}) {
+		t.Errorf("a first key in another workspace: %v, workspace %q, defaults made for %v; want ws-team and carol's default", err, k.WorkspaceID, ws.users)
+	}
+	if _, _, err := NewOperator(st, ws, testSealer).Create(t.Context(), NewKeyRequest{Name: "x", User: "dave", Role: RoleStandard, Workspace: "nope"}); !errors.Is(err, ErrWorkspaceNotFound) || len(st.keys) != 1 {
+		t.Errorf("an unknown workspace: %v with %d keys stored, want ErrWorkspaceNotFound and none more", err, len(st.keys))
+	}
+}
+
 func TestOperatorCreate(t *testing.T) {
 	ctx := t.Context()
 	st := &operatorStore{}
