@@ -41,7 +41,10 @@ func TestFilesDownloadLinkOnlyWhereItWorks(t *testing.T) {
 			link := "/console/files/" + f.ID + "/content"
 			for _, key := range []struct {
 				name, secret string
-			}{{"standard", std}, {"management", g.Management}} {
+				// always: the key reads any file's bytes (service keys).
+				always bool
+			}{{"standard", std, false}, {"management", g.Management, false}, {"service", g.createKey(t, keys.RoleService), true}} {
+				want := downloadable || key.always
 				b := g.browser(t)
 				b.signIn(key.secret)
 				page := b.get("/console/files?workspace=" + url.QueryEscape(ws))
@@ -50,12 +53,12 @@ func TestFilesDownloadLinkOnlyWhereItWorks(t *testing.T) {
 				}
 				offered := strings.Contains(page.Body, link)
 				hint := strings.Contains(page.Body, `id="download-hint"`)
-				if offered != downloadable || hint == downloadable {
+				if offered != want || hint == want {
 					t.Errorf("%s key, files.downloadable %v: Download offered %v, hint shown %v", key.name, downloadable, offered, hint)
 				}
 				// What the link would do, so that the page's promise is checked
 				// against the API's rule rather than restating it.
-				if got := b.get(link + "?workspace=" + url.QueryEscape(ws)); (got.StatusCode == http.StatusOK) != downloadable {
+				if got := b.get(link + "?workspace=" + url.QueryEscape(ws)); (got.StatusCode == http.StatusOK) != want {
 					t.Errorf("%s key, files.downloadable %v: the content link answers %d", key.name, downloadable, got.StatusCode)
 				}
 			}
@@ -85,12 +88,26 @@ func TestFilesPagesBothWaysWithIDsAndCounts(t *testing.T) {
 		t.Error("the newest page offers Newer")
 	}
 
-	second := b.get(pagerLink(first.Body, "Older"))
+	secondURL := pagerLink(first.Body, "Older")
+	second := b.get(secondURL)
 	wantRows(t, "second page", second, ids[50:100])
+
+	// A file deleted from a later page: back to that page, not the first.
+	deleteRow := regexp.MustCompile(`<form method="post" action="([^"]+)">`).FindStringSubmatch(second.Body)
+	if deleteRow == nil || !strings.Contains(deleteRow[1], ids[50]) {
+		t.Fatalf("no delete form for %s on the second page", ids[50])
+	}
+	gone := b.post(html.UnescapeString(deleteRow[1]), url.Values{"csrf": {csrfField.FindStringSubmatch(second.Body)[1]}})
+	if gone.StatusCode != http.StatusSeeOther || gone.Header.Get("Location") != secondURL {
+		t.Fatalf("delete from the second page = %d to %q, want back to %q", gone.StatusCode, gone.Header.Get("Location"), secondURL)
+	}
+	ids = slices.Delete(ids, 50, 51)
+	second = b.get(secondURL)
+	wantRows(t, "second page after a delete", second, ids[50:100])
 	third := b.get(pagerLink(second.Body, "Older"))
 	wantRows(t, "third page", third, ids[100:])
-	if !strings.Contains(third.Body, "20 files shown") || pagerLink(third.Body, "Older") != "" {
-		t.Errorf("last page: want 20 files shown and no Older link")
+	if !strings.Contains(third.Body, "19 files shown") || pagerLink(third.Body, "Older") != "" {
+		t.Errorf("last page: want 19 files shown and no Older link")
 	}
 
 	back := b.get(pagerLink(third.Body, "Newer"))
