@@ -70,6 +70,7 @@ func TestPutBudgetStatus(t *testing.T) {
 		req := httptest.NewRequest("PUT", apiPrefix+"/workspaces/w1/budgets/daily", strings.NewReader(`{"limit_usd":1}`))
 		req.Header.Set("Authorization", "Bearer management")
 		req.Header.Set("User-Agent", ua)
+		req.Header.Set("Content-Type", "application/json")
 		rec := serve(h, req)
 		if rec.Code != want {
 			t.Errorf("%s: %d %s, want %d", ua, rec.Code, rec.Body, want)

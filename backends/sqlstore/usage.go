@@ -10,7 +10,6 @@ import (
 
 	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
-	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/spend"
 	"github.com/aigateway/gateway/workspace"
 )
@@ -76,51 +75,35 @@ func nullString(s string) any {
 	return s
 }
 
-// usageSums selects the eight sums of spend.Usage over usage_rollups rows
-// u, for the windows starting at days $1 (daily), $2 (weekly), $3
-// (monthly).
-const usageSums = `CAST(COALESCE(SUM(u.cost), 0) AS BIGINT),
-	CAST(COALESCE(SUM(CASE WHEN u.day >= $1 THEN u.cost ELSE 0 END), 0) AS BIGINT),
-	CAST(COALESCE(SUM(CASE WHEN u.day >= $2 THEN u.cost ELSE 0 END), 0) AS BIGINT),
-	CAST(COALESCE(SUM(CASE WHEN u.day >= $3 THEN u.cost ELSE 0 END), 0) AS BIGINT),
-	CAST(COALESCE(SUM(CASE WHEN u.byok THEN u.cost ELSE 0 END), 0) AS BIGINT),
-	CAST(COALESCE(SUM(CASE WHEN u.byok AND u.day >= $1 THEN u.cost ELSE 0 END), 0) AS BIGINT),
-	CAST(COALESCE(SUM(CASE WHEN u.byok AND u.day >= $2 THEN u.cost ELSE 0 END), 0) AS BIGINT),
-	CAST(COALESCE(SUM(CASE WHEN u.byok AND u.day >= $3 THEN u.cost ELSE 0 END), 0) AS BIGINT)`
-
-func usageCols(u *spend.Usage) []any {
-	return []any{(*int64)(&u.Total), (*int64)(&u.Daily), (*int64)(&u.Weekly), (*int64)(&u.Monthly),
-		(*int64)(&u.BYOKTotal), (*int64)(&u.BYOKDaily), (*int64)(&u.BYOKWeekly), (*int64)(&u.BYOKMonthly)}
-}
-
-func windowArgs(w spend.Windows) []any { return []any{w.Daily, w.Weekly, w.Monthly} }
-
-// KeyUsage sums the usage of each key in ids.
+// KeyUsage returns the usage of each key in ids in the windows of w, from
+// its running totals: one row a key, whatever its history.
 func (s *Store) KeyUsage(ctx context.Context, ids []string, w spend.Windows) (_ map[string]spend.Usage, err error) {
 	defer s.classify(&err)
 	out := make(map[string]spend.Usage, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
-	args := windowArgs(w)
+	args := make([]any, len(ids))
 	marks := make([]string, len(ids))
 	for i, id := range ids {
-		args = append(args, id)
-		marks[i] = fmt.Sprintf("$%d", i+4)
+		args[i] = id
+		marks[i] = fmt.Sprintf("$%d", i+1)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT u.key_id, `+usageSums+` FROM usage_rollups u
-		WHERE u.key_id IN (`+strings.Join(marks, ", ")+`) GROUP BY u.key_id`, args...)
+	rows, err := s.r.QueryContext(ctx, `SELECT t.scope_id, `+totalsOf+` FROM usage_totals t
+		WHERE t.kind = 'key' AND t.scope_id IN (`+strings.Join(marks, ", ")+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: key usage: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id string
-		var u spend.Usage
-		if err := rows.Scan(append([]any{&id}, usageCols(&u)...)...); err != nil {
+		var t spend.Totals
+		if err := rows.Scan(append([]any{&id}, totalsCols(&t)...)...); err != nil {
 			return nil, fmt.Errorf("sqlstore: key usage: %w", err)
 		}
-		out[id] = u
+		if t != (spend.Totals{}) {
+			out[id] = t.Usage(w)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlstore: key usage: %w", err)
@@ -175,57 +158,22 @@ func (s *Store) DailyUsage(ctx context.Context, scope spend.DailyScope, first, l
 }
 
 // Standings returns every key with a limit and every budget with their
-// usage: two grouped queries, whatever the request rate.
+// usage in the windows of w, from the running totals.
 func (s *Store) Standings(ctx context.Context, w spend.Windows) (_ []spend.KeyStanding, _ []spend.BudgetStanding, err error) {
 	defer s.classify(&err)
-	rows, err := s.r.QueryContext(ctx, `SELECT k.id, k.limit_usd, k.limit_reset, k.include_byok_in_limit, `+usageSums+`
-		FROM api_keys k LEFT JOIN usage_rollups u ON u.key_id = k.id
-		WHERE k.limit_usd IS NOT NULL
-		GROUP BY k.id, k.limit_usd, k.limit_reset, k.include_byok_in_limit`, windowArgs(w)...)
+	c, err := s.StandingsSince(ctx, 0, true)
 	if err != nil {
-		return nil, nil, fmt.Errorf("sqlstore: key standings: %w", err)
+		return nil, nil, err
 	}
-	var ks []spend.KeyStanding
-	for rows.Next() {
-		var (
-			k     spend.KeyStanding
-			limit *money.Micros
-			reset sql.NullString
-		)
-		if err := rows.Scan(append([]any{&k.KeyID, microsCol{&limit}, &reset, &k.IncludeBYOK}, usageCols(&k.Usage)...)...); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("sqlstore: key standings: %w", err)
-		}
-		k.Limit, k.Reset = *limit, keys.Reset(reset.String)
-		ks = append(ks, k)
+	ks := make([]spend.KeyStanding, 0, len(c.Keys))
+	for _, k := range c.Keys {
+		ks = append(ks, spend.KeyStanding{KeyID: k.KeyID, Limit: k.Limit, Reset: k.Reset, IncludeBYOK: k.IncludeBYOK, Usage: k.Totals.Usage(w)})
 	}
-	err = rows.Err()
-	rows.Close()
-	if err != nil {
-		return nil, nil, fmt.Errorf("sqlstore: key standings: %w", err)
-	}
-
-	rows, err = s.r.QueryContext(ctx, `SELECT b.workspace_id, b.reset_interval, b.id, b.limit_micros, b.created_at,
-		b.updated_at, w.include_byok_in_budgets, `+usageSums+`
-		FROM workspace_budgets b JOIN workspaces w ON w.id = b.workspace_id
-		LEFT JOIN usage_rollups u ON u.workspace_id = b.workspace_id
-		GROUP BY b.workspace_id, b.reset_interval, b.id, b.limit_micros, b.created_at, b.updated_at, w.include_byok_in_budgets`,
-		windowArgs(w)...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("sqlstore: budget standings: %w", err)
-	}
-	defer rows.Close()
 	var bs []spend.BudgetStanding
-	for rows.Next() {
-		var b spend.BudgetStanding
-		if err := rows.Scan(append(budgetCols(&b.Budget), append([]any{&b.IncludeBYOK}, usageCols(&b.Usage)...)...)...); err != nil {
-			return nil, nil, fmt.Errorf("sqlstore: budget standings: %w", err)
+	for _, ws := range c.Workspaces {
+		for _, b := range ws.Budgets {
+			bs = append(bs, spend.BudgetStanding{Budget: b, IncludeBYOK: ws.IncludeBYOK, Usage: ws.Totals.Usage(w)})
 		}
-		b.WorkspaceID = canonicalOr(b.WorkspaceID)
-		bs = append(bs, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("sqlstore: budget standings: %w", err)
 	}
 	return ks, bs, nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/spend"
@@ -22,6 +24,8 @@ func TestUsageContract(t *testing.T) {
 	}{
 		{"Served", testUsageServed},
 		{"ReplayConflict", testUsageReplayConflict},
+		{"StandingsFeed", testUsageStandingsFeed},
+		{"Upgrade", testUsageUpgrade},
 	}
 	for _, be := range []struct {
 		name string
@@ -201,5 +205,189 @@ func testUsageReplayConflict(t *testing.T, b backend) {
 	rows := rollupsOf(t, s, k.ID)
 	if len(rows) != 1 || rows[0].Requests != 1 || rows[0].Cost != 100 {
 		t.Errorf("rollups after the refused replays: %+v", rows)
+	}
+}
+
+// testUsageStandingsFeed: the refresh reads every standing once, then only
+// the keys and workspaces whose usage, limit or budgets changed since its
+// last read, with totals that equal the sums of the rollups; and the
+// recording returns the totals it left.
+func testUsageStandingsFeed(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	ws := mustWorkspace(t, s, "alice", "team")
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	w := spend.WindowsAt(at)
+	limited := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, at)
+	free := mustRoleKey(t, s, "alice", keys.RoleStandard, "", at)
+	limit := money.Micros(1_000)
+	if _, err := s.UpdateKey(ctx, "alice", limited.ID, keys.UpdateRequest{Limit: keys.Optional[*money.Micros]{Set: true, Value: &limit}}, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.PutBudget(ctx, spend.Budget{ID: uuid.NewString(), WorkspaceID: ws.ID, Interval: spend.Daily, Limit: 500, CreatedAt: at, UpdatedAt: at},
+		nil, func(map[spend.Interval]money.Micros) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.StandingsSince(ctx, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Keys) != 1 || all.Keys[0].KeyID != limited.ID || all.Keys[0].Limit != limit ||
+		len(all.Workspaces) != 1 || len(all.Workspaces[0].Budgets) != 1 || all.Workspaces[0].WorkspaceID != ws.ID {
+		t.Fatalf("all: %+v", all)
+	}
+	// PostgreSQL's cursor is the oldest transaction running in the whole
+	// server (other tests' too): rows may come again, never changed.
+	if c, err := s.StandingsSince(ctx, all.Next, false); err != nil || (len(c.Keys)+len(c.Workspaces) != 0 && s.d.name != DriverPostgres) ||
+		(len(c.Keys) > 0 && !reflect.DeepEqual(c.Keys, all.Keys)) {
+		t.Fatalf("nothing changed: %+v, %v", c, err)
+	}
+
+	// Usage of both keys: the free key comes as gone (no limit), the
+	// limited one and the workspace with their totals.
+	n, touched, err := s.RecordUsageTotals(ctx, spend.Batch{UserID: "alice", Workspaces: map[string]string{limited.ID: ws.ID, free.ID: ""},
+		Reports: []spend.Report{
+			{ID: "a", KeyID: limited.ID, Cost: 300, At: at},
+			{ID: "b", KeyID: limited.ID, Cost: 200, BYOK: true, At: at.AddDate(0, 0, -1)},
+			{ID: "c", KeyID: free.ID, Cost: 7, At: at},
+		}})
+	if err != nil || n != 3 {
+		t.Fatalf("RecordUsageTotals = %d, %v", n, err)
+	}
+	want := spend.Usage{Total: 500, Daily: 300, Weekly: 500, Monthly: 500, BYOKTotal: 200, BYOKWeekly: 200, BYOKMonthly: 200}
+	if got := touched.Keys[limited.ID].Usage(w); got != want {
+		t.Errorf("touched key: %+v, want %+v", got, want)
+	}
+	if got := touched.Workspaces[ws.ID].Usage(w); got != want {
+		t.Errorf("touched workspace: %+v, want %+v", got, want)
+	}
+	if got := touched.Keys[free.ID].Usage(w); got.Total != 7 || len(touched.Keys) != 2 || len(touched.Workspaces) != 1 {
+		t.Errorf("touched: %+v", touched)
+	}
+	c, err := s.StandingsSince(ctx, all.Next, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The free key comes as gone (no limit).
+	gotKeys := map[string]spend.KeyChange{}
+	for _, k := range c.Keys {
+		gotKeys[k.KeyID] = k
+	}
+	if k := gotKeys[limited.ID]; k.Gone || k.Limit != limit || k.Totals.Usage(w) != want {
+		t.Errorf("changed limited key: %+v", k)
+	}
+	if k, ok := gotKeys[free.ID]; !ok || !k.Gone {
+		t.Errorf("changed free key: %+v, %v", k, ok)
+	}
+	if len(c.Workspaces) != 1 || c.Workspaces[0].Totals.Usage(w) != want || len(c.Workspaces[0].Budgets) != 1 {
+		t.Errorf("changed workspaces: %+v", c.Workspaces)
+	}
+	// KeyUsage reads the same totals.
+	if u, err := s.KeyUsage(ctx, []string{limited.ID}, w); err != nil || u[limited.ID] != want {
+		t.Errorf("KeyUsage = %+v, %v", u, err)
+	}
+
+	// A limit removed, a budget deleted: each comes once more, as gone.
+	next := c.Next
+	if _, err := s.UpdateKey(ctx, "alice", limited.ID, keys.UpdateRequest{Limit: keys.Optional[*money.Micros]{Set: true}}, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteBudget(ctx, ws.ID, spend.Daily); err != nil {
+		t.Fatal(err)
+	}
+	c, err = s.StandingsSince(ctx, next, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := keyChange(c, limited.ID); k == nil || !k.Gone || len(c.Workspaces) != 1 || len(c.Workspaces[0].Budgets) != 0 {
+		t.Errorf("after the limit and budget went: %+v", c)
+	}
+	// A deleted key comes as gone too.
+	if _, err := s.UpdateKey(ctx, "alice", limited.ID, keys.UpdateRequest{Limit: keys.Optional[*money.Micros]{Set: true, Value: &limit}}, at); err != nil {
+		t.Fatal(err)
+	}
+	next = c.Next
+	if err := s.DeleteKey(ctx, "alice", limited.ID, at); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = s.StandingsSince(ctx, next, false); err != nil || keyChange(c, limited.ID) == nil || !keyChange(c, limited.ID).Gone {
+		t.Errorf("after the key's delete: %+v, %v", c, err)
+	}
+}
+
+func keyChange(c spend.Changes, id string) *spend.KeyChange {
+	for i := range c.Keys {
+		if c.Keys[i].KeyID == id {
+			return &c.Keys[i]
+		}
+	}
+	return nil
+}
+
+// testUsageUpgrade: a database of the days before rollups and totals
+// (usage_days alone) keeps what it counted: the rollups are rebuilt from
+// its reports and the totals from the rollups, and a limit set before the
+// upgrade stands with its usage.
+func testUsageUpgrade(t *testing.T, b backend) {
+	dsn := b.fresh(t)
+	s := b.open(t, dsn)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	ws := mustWorkspace(t, s, "alice", "team")
+	k := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, time.Now())
+	limit := money.Micros(1_000_000)
+	if _, err := s.UpdateKey(ctx, "alice", k.ID, keys.UpdateRequest{Limit: keys.Optional[*money.Micros]{Set: true, Value: &limit}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	old := []string{
+		`DROP TABLE usage_totals`, `DROP TABLE usage_rollups`,
+		`CREATE TABLE usage_days (key_id TEXT NOT NULL, day BIGINT NOT NULL, workspace_id TEXT, cost BIGINT NOT NULL,
+			byok_cost BIGINT NOT NULL, PRIMARY KEY (key_id, day))`,
+		`DELETE FROM schema_migrations WHERE version >= 12`,
+	}
+	for _, c := range []string{"model", "provider_name", "endpoint_id", "prompt_tokens", "completion_tokens", "reasoning_tokens"} {
+		old = append(old, `ALTER TABLE usage_reports DROP COLUMN `+c)
+	}
+	if s.d.name == DriverSQLite {
+		var drops []string
+		for _, tr := range []string{"key_created", "key_limit", "key_deleted", "budget_set", "budget_changed", "budget_deleted", "workspace_byok"} {
+			drops = append(drops, `DROP TRIGGER usage_totals_`+tr)
+		}
+		old = append(drops, old...)
+	}
+	if s.d.name == DriverPostgres {
+		old = append(old, `DROP FUNCTION usage_totals_key_changed CASCADE`, `DROP FUNCTION usage_totals_budget_changed CASCADE`,
+			`DROP FUNCTION usage_totals_workspace_changed CASCADE`, `DROP FUNCTION usage_totals_mark`)
+	}
+	for _, q := range old {
+		if _, err := s.w.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for i, r := range []struct {
+		cost money.Micros
+		byok bool
+		at   time.Time
+	}{{300_000, false, now}, {200_000, true, now}, {500_000, false, now.AddDate(0, 0, -40)}} {
+		if _, err := s.w.ExecContext(ctx, `INSERT INTO usage_reports (user_id, id, key_id, workspace_id, cost, byok, at, received_at)
+			VALUES ('alice', $1, $2, $3, $4, $5, $6, $6)`, fmt.Sprintf("r%d", i), k.ID, ws.ID, int64(r.cost), r.byok, s.d.ts(micro(r.at))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s2 := b.open(t, dsn)
+	w := spend.WindowsAt(now)
+	u, err := s2.KeyUsage(ctx, []string{k.ID}, w)
+	if err != nil || u[k.ID].Total != 1_000_000 || u[k.ID].Daily != 500_000 || u[k.ID].BYOKDaily != 200_000 {
+		t.Fatalf("usage after the upgrade: %+v, %v", u[k.ID], err)
+	}
+	rows := rollupsOf(t, s2, k.ID)
+	if len(rows) != 3 || rows[0].Cost != 500_000 || rows[0].Requests != 1 {
+		t.Errorf("rollups after the upgrade: %+v", rows)
+	}
+	ks, _, err := s2.Standings(ctx, w)
+	if err != nil || len(ks) != 1 || ks[0].Usage.Total != 1_000_000 || ks[0].Limit != limit {
+		t.Errorf("standings after the upgrade: %+v, %v", ks, err)
 	}
 }

@@ -23,13 +23,22 @@ type usageSQL struct {
 	// at, model, provider_name, endpoint_id, prompt_tokens,
 	// completion_tokens, reasoning_tokens], in the array's order.
 	reportRows string
-	// inIDs is a subquery of the strings of the JSON array $2.
+	// inIDs is a subquery of the strings of the JSON array of the
+	// parameter its %s names.
 	inIDs string
 	// rollupRows selects usage_rollups rows out of $1, a JSON array of
 	// [key_id, day, model, provider_name, endpoint_id, byok,
 	// workspace_id, requests, cost, prompt_tokens, completion_tokens,
 	// reasoning_tokens], in the array's order.
 	rollupRows string
+	// scopeRows selects new usage_totals rows, marked changed now, out of
+	// $1, a JSON array of [scope_id, kind] (PostgreSQL only: SQLite's one
+	// writer needs no row to lock).
+	scopeRows string
+	// totalsRows selects usage_totals rows out of $1, a JSON array of
+	// [scope_id, kind, the 20 totals of totalsColumns], marked changed now
+	// ($2 on SQLite, the sequence number; the transaction on PostgreSQL).
+	totalsRows string
 }
 
 var (
@@ -37,9 +46,11 @@ var (
 		reportRows: `SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, $1,
 			value->>7, value->>8, value->>9, value->>10, value->>11, value->>12
 			FROM jsonb_each(CAST($2 AS TEXT)) WHERE true`,
-		inIDs: `SELECT value FROM json_each(CAST($2 AS TEXT))`,
+		inIDs: `SELECT value FROM json_each(CAST(%s AS TEXT))`,
 		rollupRows: `SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6,
 			value->>7, value->>8, value->>9, value->>10, value->>11
+			FROM jsonb_each(CAST($1 AS TEXT)) WHERE true`,
+		totalsRows: `SELECT value->>0, value->>1, ` + jsonColumns("value->>%d", 2, totalsCount) + `, $2
 			FROM jsonb_each(CAST($1 AS TEXT)) WHERE true`,
 	}
 	postgresUsage = usageSQL{
@@ -47,13 +58,26 @@ var (
 			(r.e->>6)::timestamptz, $1::timestamptz, r.e->>7, r.e->>8, r.e->>9,
 			(r.e->>10)::bigint, (r.e->>11)::bigint, (r.e->>12)::bigint
 			FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
-		inIDs: `SELECT jsonb_array_elements_text($2::jsonb)`,
+		inIDs: `SELECT jsonb_array_elements_text(%s::jsonb)`,
 		rollupRows: `SELECT r.e->>0, (r.e->>1)::bigint, r.e->>2, r.e->>3, r.e->>4, (r.e->>5)::boolean,
 			(r.e->>6)::uuid, (r.e->>7)::bigint, (r.e->>8)::bigint, (r.e->>9)::bigint, (r.e->>10)::bigint,
 			(r.e->>11)::bigint
 			FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
+		scopeRows: `SELECT r.e->>0, r.e->>1, txid_current()
+			FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
+		totalsRows: `SELECT r.e->>0, r.e->>1, ` + jsonColumns("(r.e->>%d)::bigint", 2, totalsCount) + `, txid_current()
+			FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
 	}
 )
+
+// jsonColumns writes n columns of format, numbered from first.
+func jsonColumns(format string, first, n int) string {
+	cols := make([]string, n)
+	for i := range cols {
+		cols[i] = fmt.Sprintf(format, first+i)
+	}
+	return strings.Join(cols, ", ")
+}
 
 func (s *Store) usageSQL() *usageSQL {
 	if s.d.name == DriverPostgres {
@@ -62,13 +86,14 @@ func (s *Store) usageSQL() *usageSQL {
 	return &sqliteUsage
 }
 
-// RecordUsage stores the reports not stored before and adds those to the
-// rollups, in one transaction: one insert that skips the ids already
+// RecordUsageTotals stores the reports not stored before and adds those
+// to the rollups and the running totals, in one transaction, and returns
+// the totals it left: one insert that skips the ids already
 // there (ON CONFLICT DO NOTHING, so a report a replica is storing at the
 // same moment waits for it and is then skipped) and returns the new ones;
 // when some were there, one read of them, to refuse a replay whose content
 // differs (spend.ReplayConflictError, the transaction rolled back); then
-// one upsert of the rollups. Rows go in sorted order so concurrent batches
+// one upsert of the rollups; then the totals (addToTotals). Rows go in sorted order so concurrent batches
 // lock in the same order and cannot deadlock.
 //
 // The reports travel as one JSON argument that the database unpacks
@@ -76,10 +101,10 @@ func (s *Store) usageSQL() *usageSQL {
 // thousands of boxed arguments, converted twice on the way to the driver,
 // was most of the garbage of an ingest, and its collection slowed the
 // lookups sharing the process. The rollups travel the same way.
-func (s *Store) RecordUsage(ctx context.Context, batch spend.Batch) (accepted int, err error) {
+func (s *Store) RecordUsageTotals(ctx context.Context, batch spend.Batch) (accepted int, touched spend.Touched, err error) {
 	defer s.classify(&err)
 	if len(batch.Reports) == 0 {
-		return 0, nil
+		return 0, touched, nil
 	}
 	sorted := make([]*spend.Report, len(batch.Reports))
 	for i := range batch.Reports {
@@ -91,7 +116,7 @@ func (s *Store) RecordUsage(ctx context.Context, batch spend.Batch) (accepted in
 	rows, err := s.appendReportRows((*bp)[:0], batch, sorted)
 	*bp = rows
 	if err != nil {
-		return 0, err
+		return 0, touched, err
 	}
 	received := s.d.ts(micro(s.now()))
 	q := s.usageSQL()
@@ -106,12 +131,16 @@ func (s *Store) RecordUsage(ctx context.Context, batch spend.Batch) (accepted in
 			}
 		}
 		accepted = len(fresh)
-		return s.addToRollups(ctx, tx, q, batch.Workspaces, fresh)
+		if err := s.addToRollups(ctx, tx, q, batch.Workspaces, fresh); err != nil {
+			return err
+		}
+		touched, err = s.addToTotals(ctx, tx, q, batch.Workspaces, fresh)
+		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, spend.Touched{}, err
 	}
-	return accepted, nil
+	return accepted, touched, nil
 }
 
 // insertReports inserts the reports of rows (sorted, as rows holds them)
@@ -167,7 +196,7 @@ func (s *Store) checkReplays(ctx context.Context, tx *sql.Tx, q *usageSQL, batch
 	ids = append(ids, ']')
 	rows, err := tx.QueryContext(ctx, `SELECT id, key_id, cost, byok, at, model, provider_name, endpoint_id,
 		prompt_tokens, completion_tokens, reasoning_tokens
-		FROM usage_reports WHERE user_id = $1 AND id IN (`+q.inIDs+`)`, batch.UserID, ids)
+		FROM usage_reports WHERE user_id = $1 AND id IN (`+fmt.Sprintf(q.inIDs, "$2")+`)`, batch.UserID, ids)
 	if err != nil {
 		return fmt.Errorf("sqlstore: compare replays: %w", err)
 	}

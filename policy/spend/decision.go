@@ -140,22 +140,38 @@ type BudgetStanding struct {
 func NewSnapshot(w Windows, ks []KeyStanding, bs []BudgetStanding) *Snapshot {
 	s := &Snapshot{At: w.Now, Keys: map[string]*KeyLimitError{}, Workspaces: map[string]*BudgetError{}}
 	for _, k := range ks {
-		if k.Usage.In(LimitInterval(k.Reset), k.IncludeBYOK) >= k.Limit {
-			s.Keys[k.KeyID] = &KeyLimitError{Limit: k.Limit, Reset: k.Reset}
+		if v := keyVerdict(k); v != nil {
+			s.Keys[k.KeyID] = v
 		}
 	}
 	for _, b := range bs {
-		if b.Usage.In(b.Interval, b.IncludeBYOK) < b.Limit {
-			continue
+		if v := widerBudget(s.Workspaces[b.WorkspaceID], b, w); v != nil {
+			s.Workspaces[b.WorkspaceID] = v
 		}
-		if cur, ok := s.Workspaces[b.WorkspaceID]; ok && cur.Interval.rank() <= b.Interval.rank() {
-			continue
-		}
-		e := &BudgetError{WorkspaceID: b.WorkspaceID, Interval: b.Interval, Limit: b.Limit}
-		if end, ok := b.Interval.End(w.Now); ok {
-			e.ResetsAt = &end
-		}
-		s.Workspaces[b.WorkspaceID] = e
 	}
 	return s
+}
+
+// keyVerdict refuses k when its limit is spent.
+func keyVerdict(k KeyStanding) *KeyLimitError {
+	if k.Usage.In(LimitInterval(k.Reset), k.IncludeBYOK) >= k.Limit {
+		return &KeyLimitError{Limit: k.Limit, Reset: k.Reset}
+	}
+	return nil
+}
+
+// widerBudget is the refusal of a workspace over cur (nil: none yet) and
+// maybe b: the widest budget reached is the one named.
+func widerBudget(cur *BudgetError, b BudgetStanding, w Windows) *BudgetError {
+	if b.Usage.In(b.Interval, b.IncludeBYOK) < b.Limit {
+		return cur
+	}
+	if cur != nil && cur.Interval.rank() <= b.Interval.rank() {
+		return cur
+	}
+	e := &BudgetError{WorkspaceID: b.WorkspaceID, Interval: b.Interval, Limit: b.Limit}
+	if end, ok := b.Interval.End(w.Now); ok {
+		e.ResetsAt = &end
+	}
+	return e
 }

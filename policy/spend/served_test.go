@@ -64,3 +64,41 @@ func TestSameContent(t *testing.T) {
 		}
 	}
 }
+
+// totalsStore records as recordingStore does and tells the totals it left.
+type totalsStore struct{ recordingStore }
+
+func (s *totalsStore) RecordUsageTotals(ctx context.Context, b Batch) (int, Touched, error) {
+	n, _ := s.RecordUsage(ctx, b)
+	var t Totals
+	t.Add(Day(now), b.Reports[0].Cost, false)
+	return n, Touched{Keys: map[string]Totals{b.Reports[0].KeyID: t}}, nil
+}
+
+// TestRecordingTellsTheEnforcer: the totals a recording left reach the
+// replica's Enforcer, which refuses the key crossing its limit before any
+// refresh reads it.
+func TestRecordingTellsTheEnforcer(t *testing.T) {
+	clock := now
+	f := &feedStore{all: Changes{Keys: []KeyChange{{KeyID: "00000000000000aa", Limit: 10}}}}
+	e := &Enforcer{Store: f, now: func() time.Time { return clock }}
+	if err := e.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	svc := NewService(&totalsStore{}, nil, nil)
+	svc.TellTotals(e.Learn)
+	caller := &keys.APIKey{UserID: "alice", Role: keys.RoleService}
+	k := &keys.APIKey{ID: "00000000000000aa", Role: keys.RoleStandard}
+	if e.Decide(k) != nil {
+		t.Fatal("refused before any usage")
+	}
+	if _, err := svc.ReportOne(context.Background(), caller, k.ID, func(f *ReportForm) { f.ID("r"); f.Cost(10) }); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(e.Decide(k), ErrKeyLimit) {
+		t.Errorf("after the crossing report: %v, want refused at once", e.Decide(k))
+	}
+	if len(f.reads) != 1 {
+		t.Errorf("%d reads of the store, want the first refresh only", len(f.reads))
+	}
+}

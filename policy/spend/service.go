@@ -89,7 +89,15 @@ type Service struct {
 	now    func() time.Time
 	newID  func() string
 	record Runner
+	// learn is told the totals each recording left (TellTotals).
+	learn func(Touched)
 }
+
+// TellTotals has learn told the totals of the keys and workspaces each
+// recording changed, when the store can tell them (TotalsRecorder): the
+// replica's Enforcer.Learn, so the report that crosses a limit refuses its
+// key here at once.
+func (s *Service) TellTotals(learn func(Touched)) { s.learn = learn }
 
 // Runner runs work and returns once it has, or returns ctx's error without
 // running it if ctx ends first.
@@ -206,11 +214,25 @@ func (s *Service) recordReports(ctx context.Context, userID string, reports []Re
 			return Result{}, invalid.One(fmt.Sprintf(keyField, i), "no such key of this user")
 		}
 	}
-	n, err := s.store.RecordUsage(ctx, Batch{UserID: userID, Reports: reports, Workspaces: known})
+	n, err := s.recordBatch(ctx, Batch{UserID: userID, Reports: reports, Workspaces: known})
 	if err != nil {
 		return Result{}, placeConflict(err, reports, keyField == "")
 	}
 	return Result{Accepted: n, Duplicates: len(reports) - n}, nil
+}
+
+// recordBatch records b, telling learn the totals it left when the store
+// can say them.
+func (s *Service) recordBatch(ctx context.Context, b Batch) (int, error) {
+	tr, ok := s.store.(TotalsRecorder)
+	if !ok || s.learn == nil {
+		return s.store.RecordUsage(ctx, b)
+	}
+	n, touched, err := tr.RecordUsageTotals(ctx, b)
+	if err == nil {
+		s.learn(touched)
+	}
+	return n, err
 }
 
 // placeConflict fills in the index of the report a ReplayConflictError
@@ -315,6 +337,11 @@ type Enforcer struct {
 	snap    atomic.Pointer[Snapshot]
 	failing bool
 	now     func() time.Time
+
+	// With a ChangeFeed, the view the snapshots are decided from: guarded
+	// by mu, as both the refresh and Learn change it.
+	mu   sync.Mutex
+	view *view
 }
 
 // ErrNotReady: the Enforcer has not read what is spent yet, so it cannot
@@ -343,19 +370,74 @@ func (e *Enforcer) Ready(context.Context) error {
 	return nil
 }
 
-// Refresh computes a new view now.
-func (e *Enforcer) Refresh(ctx context.Context) error {
-	now := time.Now
+func (e *Enforcer) windows() Windows {
 	if e.now != nil {
-		now = e.now
+		return WindowsAt(e.now())
 	}
-	w := WindowsAt(now())
+	return WindowsAt(time.Now())
+}
+
+// Refresh computes a new view now. With a ChangeFeed it reads what
+// changed since the last refresh (everything, the first time) and decides
+// again the keys and workspaces that did, or all of them once a window
+// has turned; otherwise it reads every standing.
+func (e *Enforcer) Refresh(ctx context.Context) error {
+	if feed, ok := e.Store.(ChangeFeed); ok {
+		return e.refreshFrom(ctx, feed)
+	}
+	w := e.windows()
 	ks, bs, err := e.Store.Standings(ctx, w)
 	if err != nil {
 		return err
 	}
 	e.snap.Store(NewSnapshot(w, ks, bs))
 	return nil
+}
+
+func (e *Enforcer) refreshFrom(ctx context.Context, feed ChangeFeed) error {
+	e.mu.Lock()
+	cursor, all := int64(0), e.view == nil
+	if !all {
+		cursor = e.view.cursor
+	}
+	e.mu.Unlock()
+	c, err := feed.StandingsSince(ctx, cursor, all)
+	if err != nil {
+		return err
+	}
+	w := e.windows()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if all || e.view == nil {
+		e.view = &view{keys: map[string]*keyEntry{}, workspaces: map[string]*workspaceEntry{}}
+		e.view.apply(c)
+		e.view.cursor = c.Next
+		e.snap.Store(e.view.snapshot(w))
+		return nil
+	}
+	keyIDs, wsIDs := e.view.apply(c)
+	e.view.cursor = c.Next
+	e.snap.Store(e.view.update(e.snap.Load(), w, keyIDs, wsIDs))
+	return nil
+}
+
+// Learn takes in the totals a recording on this replica left, so that the
+// report that crosses a limit or a budget refuses its key or workspace
+// here at once rather than at the next refresh. Only keys and workspaces
+// the view holds (with a limit, with budgets) are changed; nothing is
+// learnt before the first refresh.
+func (e *Enforcer) Learn(t Touched) {
+	if len(t.Keys) == 0 && len(t.Workspaces) == 0 {
+		return
+	}
+	w := e.windows()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.view == nil {
+		return
+	}
+	keyIDs, wsIDs := e.view.learn(t)
+	e.snap.Store(e.view.update(e.snap.Load(), w, keyIDs, wsIDs))
 }
 
 // Run refreshes until ctx ends.

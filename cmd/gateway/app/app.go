@@ -116,6 +116,10 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.startWorkers(bucket, svc)
 	ready["spend"] = svc.enforcer.Ready
+	// The replica that records the report crossing a limit refuses its key
+	// at once: the Enforcer learns the totals each recording left.
+	spendService := spend.NewService(a.rt.store, uuid.NewString, svc.ingest.Do)
+	spendService.TellTotals(svc.enforcer.Learn)
 
 	a.api, err = gateway.New(gateway.Options{
 		Log:             a.rt.Log,
@@ -125,7 +129,7 @@ func (a *App) build(ctx context.Context) error {
 		Workspaces:      svc.workspaces,
 		Keys:            keys.NewManager(a.rt.store, keyWorkspaces{svc.workspaces}, secrets.sealer),
 		ProviderKeys:    svc.providerKeys,
-		Spend:           spend.NewService(a.rt.store, uuid.NewString, svc.ingest.Do),
+		Spend:           spendService,
 		SpendGuard:      svc.enforcer,
 		Files:           a.files,
 		FileReader:      svc.reader,

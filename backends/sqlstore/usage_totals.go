@@ -1,0 +1,374 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aigateway/gateway/internal/jsonobj"
+	"github.com/aigateway/gateway/internal/money"
+	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/spend"
+)
+
+var (
+	_ spend.ChangeFeed     = (*Store)(nil)
+	_ spend.TotalsRecorder = (*Store)(nil)
+)
+
+// totalsColumns are the sums of usage_totals, in the order totalsCols and
+// appendTotals use.
+const totalsColumns = `total, total_byok, d_start, d_cost, d_byok, d2_start, d2_cost, d2_byok,
+	w_start, w_cost, w_byok, w2_start, w2_cost, w2_byok, m_start, m_cost, m_byok, m2_start, m2_cost, m2_byok`
+
+const totalsCount = 20
+
+// totalsOf selects the sums of usage_totals t, 0 where t has no row.
+var totalsOf = func() string {
+	var b strings.Builder
+	for i, c := range strings.Split(totalsColumns, ",") {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "COALESCE(t.%s, 0)", strings.TrimSpace(c))
+	}
+	return b.String()
+}()
+
+func totalsCols(t *spend.Totals) []any {
+	out := []any{(*int64)(&t.Total), (*int64)(&t.BYOKTotal)}
+	for _, w := range []*[2]spend.WindowSum{&t.Daily, &t.Weekly, &t.Monthly} {
+		for i := range w {
+			out = append(out, &w[i].Start, (*int64)(&w[i].Cost), (*int64)(&w[i].BYOK))
+		}
+	}
+	return out
+}
+
+func appendTotals(b []byte, t *spend.Totals) []byte {
+	b = strconv.AppendInt(b, int64(t.Total), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(t.BYOKTotal), 10)
+	for _, w := range []*[2]spend.WindowSum{&t.Daily, &t.Weekly, &t.Monthly} {
+		for _, s := range w {
+			for _, n := range [...]int64{s.Start, int64(s.Cost), int64(s.BYOK)} {
+				b = append(b, ',')
+				b = strconv.AppendInt(b, n, 10)
+			}
+		}
+	}
+	return b
+}
+
+// scope is a row of usage_totals: a key's (16 hexadecimal characters) or
+// a workspace's (a UUID), which never look alike.
+type scope struct {
+	id          string
+	isWorkspace bool
+}
+
+// RecordUsage stores reports as RecordUsageTotals does.
+func (s *Store) RecordUsage(ctx context.Context, batch spend.Batch) (accepted int, err error) {
+	defer s.classify(&err)
+	accepted, _, err = s.RecordUsageTotals(ctx, batch)
+	return accepted, err
+}
+
+// addToTotals adds reports to the running totals of their keys and
+// workspaces and returns the totals it left. On PostgreSQL the rows are
+// made if missing and then locked, in order, so that two replicas adding
+// to one workspace take turns; SQLite's one writer already does.
+func (s *Store) addToTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, workspaces map[string]string, reports []*spend.Report) (spend.Touched, error) {
+	touched := spend.Touched{Keys: map[string]spend.Totals{}, Workspaces: map[string]spend.Totals{}}
+	if len(reports) == 0 {
+		return touched, nil
+	}
+	var scopes []scope
+	for _, r := range reports {
+		if _, ok := touched.Keys[r.KeyID]; !ok {
+			touched.Keys[r.KeyID] = spend.Totals{}
+			scopes = append(scopes, scope{id: r.KeyID})
+		}
+		if ws := workspaces[r.KeyID]; ws != "" {
+			if _, ok := touched.Workspaces[ws]; !ok {
+				touched.Workspaces[ws] = spend.Totals{}
+				scopes = append(scopes, scope{id: ws, isWorkspace: true})
+			}
+		}
+	}
+	slices.SortFunc(scopes, func(a, b scope) int { return strings.Compare(a.id, b.id) })
+	ids := []byte{'['}
+	for i, sc := range scopes {
+		if i > 0 {
+			ids = append(ids, ',')
+		}
+		ids = jsonobj.AppendString(ids, sc.id)
+	}
+	ids = append(ids, ']')
+	if s.d.forUpdate != "" {
+		if err := s.ensureTotals(ctx, tx, q, scopes); err != nil {
+			return touched, err
+		}
+	}
+	if err := readTotals(ctx, tx, q, ids, s.d.forUpdate, touched); err != nil {
+		return touched, err
+	}
+	for _, r := range reports {
+		if !addTo(touched.Keys, r.KeyID, r) {
+			return touched, errUsageOverflow()
+		}
+		if ws := workspaces[r.KeyID]; ws != "" && !addTo(touched.Workspaces, ws, r) {
+			return touched, errUsageOverflow()
+		}
+	}
+	return touched, s.writeTotals(ctx, tx, q, scopes, touched)
+}
+
+func addTo(m map[string]spend.Totals, id string, r *spend.Report) bool {
+	t := m[id]
+	if !t.Add(spend.Day(r.At), r.Cost, r.BYOK) {
+		return false
+	}
+	m[id] = t
+	return true
+}
+
+// ensureTotals makes the rows of scopes that have none, in order.
+func (s *Store) ensureTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, scopes []scope) error {
+	b := []byte{'['}
+	for i, sc := range scopes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = jsonobj.AppendString(b, sc.id)
+		b = append(b, ',')
+		b = jsonobj.AppendString(b, kindOf(sc))
+		b = append(b, ']')
+	}
+	b = append(b, ']')
+	if _, err := tx.ExecContext(ctx, `INSERT INTO usage_totals (scope_id, kind, changed) `+q.scopeRows+`
+		ON CONFLICT (scope_id) DO NOTHING`, b); err != nil {
+		return fmt.Errorf("sqlstore: add to totals: %w", err)
+	}
+	return nil
+}
+
+func kindOf(sc scope) string {
+	if sc.isWorkspace {
+		return "workspace"
+	}
+	return "key"
+}
+
+// readTotals reads the totals of the scopes of ids (a JSON array) into
+// touched, locking their rows (lock: the dialect's FOR UPDATE).
+func readTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, ids []byte, lock string, touched spend.Touched) error {
+	query := `SELECT t.scope_id, t.kind, ` + totalsOf + ` FROM usage_totals t
+		WHERE t.scope_id IN (` + fmt.Sprintf(q.inIDs, "$1") + `)`
+	if lock != "" {
+		query += ` ORDER BY t.scope_id` + lock
+	}
+	rows, err := tx.QueryContext(ctx, query, ids)
+	if err != nil {
+		return fmt.Errorf("sqlstore: read totals: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, kind string
+		var t spend.Totals
+		if err := rows.Scan(append([]any{&id, &kind}, totalsCols(&t)...)...); err != nil {
+			return fmt.Errorf("sqlstore: read totals: %w", err)
+		}
+		if kind == "workspace" {
+			touched.Workspaces[id] = t
+		} else {
+			touched.Keys[id] = t
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlstore: read totals: %w", err)
+	}
+	return nil
+}
+
+// writeTotals writes the totals of scopes, marking their rows changed.
+func (s *Store) writeTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, scopes []scope, touched spend.Touched) error {
+	b := []byte{'['}
+	for i, sc := range scopes {
+		t := touched.Keys[sc.id]
+		if sc.isWorkspace {
+			t = touched.Workspaces[sc.id]
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = jsonobj.AppendString(b, sc.id)
+		b = append(b, ',')
+		b = jsonobj.AppendString(b, kindOf(sc))
+		b = append(b, ',')
+		b = appendTotals(b, &t)
+		b = append(b, ']')
+	}
+	b = append(b, ']')
+	var set strings.Builder
+	for _, c := range strings.Split(totalsColumns, ",") {
+		c = strings.TrimSpace(c)
+		fmt.Fprintf(&set, "%s = excluded.%s, ", c, c)
+	}
+	args := []any{b}
+	if s.d.name != DriverPostgres {
+		var next int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(changed), 0) + 1 FROM usage_totals`).Scan(&next); err != nil {
+			return fmt.Errorf("sqlstore: add to totals: %w", err)
+		}
+		args = append(args, next)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO usage_totals (scope_id, kind, `+totalsColumns+`, changed) `+q.totalsRows+`
+		ON CONFLICT (scope_id) DO UPDATE SET `+set.String()+`changed = excluded.changed`, args...); err != nil {
+		if s.d.violation(err) == violationOutOfRange {
+			return errUsageOverflow()
+		}
+		return fmt.Errorf("sqlstore: add to totals: %w", err)
+	}
+	return nil
+}
+
+// StandingsSince reads the standings of keys with a limit and workspaces
+// with budgets (all), or of those whose row in usage_totals changed since
+// cursor, in one read-only transaction so that the cursor it returns is
+// exact: on SQLite the next sequence number (writers are one and commit in
+// order); on PostgreSQL the oldest transaction still running at the read
+// (txid_snapshot_xmin), whose rows and those of every later one the next
+// read takes again, since they may not be visible to this one.
+func (s *Store) StandingsSince(ctx context.Context, cursor int64, all bool) (c spend.Changes, err error) {
+	defer s.classify(&err)
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.snapshotIsolation()})
+	if err != nil {
+		return c, fmt.Errorf("sqlstore: standings: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	next := `SELECT COALESCE(MAX(changed), 0) + 1 FROM usage_totals`
+	if s.d.name == DriverPostgres {
+		next = `SELECT txid_snapshot_xmin(txid_current_snapshot())`
+	}
+	if err := tx.QueryRowContext(ctx, next).Scan(&c.Next); err != nil {
+		return c, fmt.Errorf("sqlstore: standings: %w", err)
+	}
+	if c.Keys, err = s.keyChanges(ctx, tx, cursor, all); err != nil {
+		return c, err
+	}
+	if c.Workspaces, err = s.workspaceChanges(ctx, tx, cursor, all); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func (s *Store) snapshotIsolation() sql.IsolationLevel {
+	if s.d.name == DriverPostgres {
+		return sql.LevelRepeatableRead
+	}
+	return sql.LevelDefault
+}
+
+func (s *Store) keyChanges(ctx context.Context, tx *sql.Tx, cursor int64, all bool) ([]spend.KeyChange, error) {
+	query := `SELECT t.scope_id, k.limit_usd, k.limit_reset, COALESCE(k.include_byok_in_limit, false), ` + totalsOf + `
+		FROM usage_totals t LEFT JOIN api_keys k ON k.id = t.scope_id
+		WHERE t.kind = 'key' AND t.changed >= $1`
+	args := []any{cursor}
+	if all {
+		query = `SELECT k.id, k.limit_usd, k.limit_reset, k.include_byok_in_limit, ` + totalsOf + `
+			FROM api_keys k LEFT JOIN usage_totals t ON t.scope_id = k.id WHERE k.limit_usd IS NOT NULL`
+		args = nil
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: key standings: %w", err)
+	}
+	defer rows.Close()
+	var out []spend.KeyChange
+	for rows.Next() {
+		var (
+			k     spend.KeyChange
+			limit *money.Micros
+			reset sql.NullString
+		)
+		if err := rows.Scan(append([]any{&k.KeyID, microsCol{&limit}, &reset, &k.IncludeBYOK}, totalsCols(&k.Totals)...)...); err != nil {
+			return nil, fmt.Errorf("sqlstore: key standings: %w", err)
+		}
+		if limit == nil {
+			k.Gone = true
+		} else {
+			k.Limit, k.Reset = *limit, keys.Reset(reset.String)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: key standings: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) workspaceChanges(ctx context.Context, tx *sql.Tx, cursor int64, all bool) ([]spend.WorkspaceChange, error) {
+	wsOfScope, scopeOfBudget := `t.scope_id`, `b.workspace_id`
+	if s.d.name == DriverPostgres {
+		wsOfScope, scopeOfBudget = `CAST(t.scope_id AS UUID)`, `CAST(b.workspace_id AS TEXT)`
+	}
+	cols := `w.include_byok_in_budgets, b.reset_interval, b.id, b.limit_micros, b.created_at, b.updated_at, ` + totalsOf
+	query := `SELECT t.scope_id, ` + cols + `
+		FROM usage_totals t LEFT JOIN workspaces w ON w.id = ` + wsOfScope + `
+		LEFT JOIN workspace_budgets b ON b.workspace_id = w.id
+		WHERE t.kind = 'workspace' AND t.changed >= $1 ORDER BY t.scope_id`
+	args := []any{cursor}
+	if all {
+		query = `SELECT ` + scopeOfBudget + `, ` + cols + `
+			FROM workspace_budgets b JOIN workspaces w ON w.id = b.workspace_id
+			LEFT JOIN usage_totals t ON t.scope_id = ` + scopeOfBudget + ` ORDER BY b.workspace_id`
+		args = nil
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: budget standings: %w", err)
+	}
+	defer rows.Close()
+	var out []spend.WorkspaceChange
+	for rows.Next() {
+		var (
+			id       string
+			byok     sql.NullBool
+			interval sql.NullString
+			budgetID sql.NullString
+			limit    sql.NullInt64
+			created  *time.Time
+			updated  *time.Time
+			t        spend.Totals
+		)
+		if err := rows.Scan(append([]any{&id, &byok, &interval, &budgetID, &limit, nullTimeCol{&created}, nullTimeCol{&updated}},
+			totalsCols(&t)...)...); err != nil {
+			return nil, fmt.Errorf("sqlstore: budget standings: %w", err)
+		}
+		id = canonicalOr(id)
+		if n := len(out); n == 0 || out[n-1].WorkspaceID != id {
+			out = append(out, spend.WorkspaceChange{WorkspaceID: id, IncludeBYOK: byok.Bool, Totals: t})
+		}
+		if !interval.Valid {
+			continue
+		}
+		b := spend.Budget{ID: canonicalOr(budgetID.String), WorkspaceID: id, Interval: spend.Interval(interval.String),
+			Limit: money.Micros(limit.Int64)}
+		if created != nil && updated != nil {
+			b.CreatedAt, b.UpdatedAt = *created, *updated
+		}
+		w := &out[len(out)-1]
+		w.Budgets = append(w.Budgets, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: budget standings: %w", err)
+	}
+	return out, nil
+}
