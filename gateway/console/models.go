@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -111,13 +112,15 @@ func (c *Console) models(v *visit) error {
 	return v.show("models", "Models", "models", d)
 }
 
-// matching keeps the models whose id or name holds search, whatever the
-// case, in their order.
+// matching keeps the models whose id or name holds every word of search,
+// whatever the case, in their order: "claude haiku" finds "Anthropic:
+// Claude 3 Haiku".
 func matching(models []client.Model, search string) []client.Model {
-	want := strings.ToLower(search)
+	words := strings.Fields(strings.ToLower(search))
 	out := models[:0]
 	for _, m := range models {
-		if strings.Contains(strings.ToLower(m.ID), want) || strings.Contains(strings.ToLower(m.Name), want) {
+		id, name := strings.ToLower(m.ID), strings.ToLower(m.Name)
+		if !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(id, w) && !strings.Contains(name, w) }) {
 			out = append(out, m)
 		}
 	}

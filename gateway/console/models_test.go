@@ -141,7 +141,8 @@ func TestModelSortsInWords(t *testing.T) {
 	}
 }
 
-// The search matches a part of the id or the name, whatever the case.
+// The search matches a part of the id or the name, whatever the case;
+// each word of it must be found.
 func TestMatching(t *testing.T) {
 	models := []client.Model{
 		{ID: "anthropic/claude-3-haiku", Name: "Anthropic: Claude 3 Haiku"},
@@ -155,6 +156,8 @@ func TestMatching(t *testing.T) {
 		{"HAIKU", []string{"anthropic/claude-3-haiku"}},
 		{"gpt-4", []string{"openai/gpt-4o"}},
 		{"mistral:", []string{"mistralai/codestral-2508"}},
+		{"claude  HAIKU", []string{"anthropic/claude-3-haiku"}},
+		{"openai codestral", nil},
 		{"a", []string{"anthropic/claude-3-haiku", "openai/gpt-4o", "mistralai/codestral-2508"}},
 		{"nothing", nil},
 	} {
