@@ -205,7 +205,8 @@ type Rates struct {
 	// Usage limits usage reports per key: the other components report a
 	// fleet's requests with one service key.
 	Usage Rate `yaml:"usage"`
-	// AuthFailures limits failed authentications per client address.
+	// AuthFailures limits failed authentications per client address: past
+	// it the address's wrong keys get 429, its right keys still pass.
 	AuthFailures Rate `yaml:"auth_failures"`
 }
 

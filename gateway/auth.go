@@ -47,13 +47,13 @@ func requireKey(authn *authenticator, log *zap.Logger) func(http.Handler) http.H
 // /api/v1, which must not reveal the API's shape to anonymous callers.
 //
 // Failed attempts are limited per client address: once an address has
-// failed more than RateLimits.AuthFailures allows, its requests are refused
-// with 429 before any key is looked at, for as long as the limit says, so a
-// key cannot be guessed faster than that from one address.
+// failed more than RateLimits.AuthFailures allows, it is blocked for as
+// long as the limit says, and its keys are checked by authenticateBlocked.
 func (a *authenticator) authenticate(r *http.Request) (*keys.APIKey, error) {
 	if a.failures != nil && a.failures.any() {
-		if err := a.failures.blocked(clientAddr(r, a.trusted).String()); err != nil {
-			return nil, err
+		client := clientAddr(r, a.trusted).String()
+		if blocked, wait := a.failures.blocked(client); blocked {
+			return a.authenticateBlocked(r, client, wait)
 		}
 	}
 	k, err := a.keys.Authenticate(r.Context(), credentials(r))
@@ -66,6 +66,68 @@ func (a *authenticator) authenticate(r *http.Request) (*keys.APIKey, error) {
 		}
 	}
 	return nil, authError(err)
+}
+
+// cachedAuthenticator is an Authenticator that can also decide from what
+// it has cached, without its store (keys.Authenticator does).
+type cachedAuthenticator interface {
+	AuthenticateCached(ctx context.Context, header string) (*keys.APIKey, error)
+}
+
+// authenticateBlocked checks a key sent from an address that has failed
+// too often: a right key passes, a wrong one gets 429 for the rest of the
+// block, and the address costs no more than an unblocked one would.
+//
+// The block is not there to stop guessing: a key is sk-gw- and a 64-bit id
+// and a 256-bit secret, which no rate of tries will find. It bounds what
+// wrong keys cost (store reads, the shared limiter's calls, log lines),
+// and must not lock out everyone behind the same address (a NAT, an
+// office) because one script there sends a wrong key. So:
+//
+//   - A key whose verdict the authentication cache holds is decided from it
+//     at no cost: the keys in use from that address pass, and a wrong key
+//     already seen (the script's, retried) is refused without a store
+//     read or a limiter call. It is not charged again: the address is
+//     already blocked, and charging would only cost a limiter call.
+//   - A key the cache does not know needs a store read. A blocked address
+//     gets one per emission interval of the failure limit (Per/Rate, 2 s by
+//     default), the pace at which the limit lets any address fail once its
+//     burst is spent; in between such keys get 429 with the time to the
+//     next one. So a blocked address never costs more store reads than an
+//     unblocked one would (an unblocked one may spend its whole burst at
+//     once), a flood of made-up keys from it costs at most that one read
+//     per interval, and a right key not yet cached gets through within an
+//     interval.
+//
+// Remembering refused keys apart from the cache was the other way: it
+// would spare the reads of wrong keys retried, which the cache spares
+// already, but not those of new keys, each of which would cost a read.
+func (a *authenticator) authenticateBlocked(r *http.Request, client string, wait time.Duration) (*keys.APIKey, error) {
+	creds := credentials(r)
+	err := keys.ErrNotCached
+	if cached, ok := a.keys.(cachedAuthenticator); ok {
+		var k *keys.APIKey
+		if k, err = cached.AuthenticateCached(r.Context(), creds); err == nil {
+			return k, nil
+		}
+	}
+	if errors.Is(err, keys.ErrNotCached) {
+		var refused error
+		if wait, refused = a.failures.probe(client); refused != nil {
+			return nil, refused
+		}
+		var k *keys.APIKey
+		if k, err = a.keys.Authenticate(r.Context(), creds); err == nil {
+			return k, nil
+		}
+	}
+	switch {
+	case errors.Is(err, keys.ErrUnauthenticated):
+		return nil, err // no key at all: not a wrong one
+	case err != nil && !errors.Is(err, keys.ErrInvalidKey) && !errors.Is(err, keys.ErrNotCached):
+		return nil, authError(err)
+	}
+	return nil, authBlocked(wait)
 }
 
 // credentials returns the caller's key as an Authorization header value:
@@ -95,14 +157,23 @@ func authError(err error) error {
 
 // authFailureLimit counts failed authentications per client address in the
 // shared limiter, and remembers locally which addresses are blocked until
-// when, so a blocked address costs no limiter call and no key lookup.
+// when, so a blocked address costs no limiter call, and when each may next
+// have a key read from the store (see authenticateBlocked).
 type authFailureLimit struct {
 	limiter limits.Limiter
 	limit   limits.Limit
 	now     func() time.Time
 
 	mu    sync.Mutex
-	until map[string]time.Time
+	until map[string]block
+}
+
+// block is a blocked address's state.
+type block struct {
+	until time.Time
+	// nextRead is when the address may next have a key the cache does not
+	// know read from the store; zero at the start of a block.
+	nextRead time.Time
 }
 
 // maxBlockedAddrs bounds the memory of blocked addresses; past it, expired
@@ -111,7 +182,7 @@ type authFailureLimit struct {
 const maxBlockedAddrs = 100_000
 
 func newAuthFailureLimit(l limits.Limiter, limit limits.Limit) *authFailureLimit {
-	return &authFailureLimit{limiter: l, limit: limit, now: time.Now, until: map[string]time.Time{}}
+	return &authFailureLimit{limiter: l, limit: limit, now: time.Now, until: map[string]block{}}
 }
 
 // any reports whether some address is blocked (or was, and has not been
@@ -122,20 +193,50 @@ func (f *authFailureLimit) any() bool {
 	return len(f.until) > 0
 }
 
-// blocked returns the 429 of an address that is blocked now, else nil.
-func (f *authFailureLimit) blocked(client string) error {
+// blocked reports whether client is blocked now, and for how long still.
+func (f *authFailureLimit) blocked(client string) (bool, time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	until, ok := f.until[client]
+	b, ok := f.until[client]
 	if !ok {
-		return nil
+		return false, 0
 	}
 	now := f.now()
-	if !now.Before(until) {
+	if !now.Before(b.until) {
 		delete(f.until, client)
-		return nil
+		return false, 0
 	}
-	return authBlocked(until.Sub(now))
+	return true, b.until.Sub(now)
+}
+
+// probe takes the blocked client's store read of this interval: nil when
+// it may have one now (the next one is then an interval away), else the
+// 429 telling when the next one comes (or the block ends, if sooner).
+func (f *authFailureLimit) probe(client string) (time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	b, ok := f.until[client]
+	if !ok || !now.Before(b.until) {
+		return 0, nil // the block ended meanwhile
+	}
+	if now.Before(b.nextRead) {
+		wait := b.nextChance(now)
+		return wait, authBlocked(wait)
+	}
+	b.nextRead = now.Add(time.Duration(f.limit.Interval()))
+	f.until[client] = b
+	return b.nextChance(now), nil
+}
+
+// nextChance is how long from now until a key sent from the blocked
+// address may be read from the store again: the next read, or the end of
+// the block if that comes first.
+func (b block) nextChance(now time.Time) time.Duration {
+	if b.nextRead.Before(b.until) {
+		return b.nextRead.Sub(now)
+	}
+	return b.until.Sub(now)
 }
 
 // charge counts one failure of client; when the limit denies it, the
@@ -150,14 +251,14 @@ func (f *authFailureLimit) charge(ctx context.Context, client string) error {
 	defer f.mu.Unlock()
 	if len(f.until) >= maxBlockedAddrs {
 		now := f.now()
-		for addr, until := range f.until {
-			if !now.Before(until) {
+		for addr, b := range f.until {
+			if !now.Before(b.until) {
 				delete(f.until, addr)
 			}
 		}
 	}
 	if len(f.until) < maxBlockedAddrs {
-		f.until[client] = f.now().Add(d.RetryAfter)
+		f.until[client] = block{until: f.now().Add(d.RetryAfter)}
 	}
 	return authBlocked(d.RetryAfter)
 }

@@ -137,6 +137,55 @@ func TestAuthenticateCachesBothOutcomes(t *testing.T) {
 	}
 }
 
+// TestAuthenticateCached decides from the cache alone: a key it does not
+// hold (or holds past its TTL or the revocation bound) is ErrNotCached,
+// never a store read; one it holds is decided as Authenticate decides.
+func TestAuthenticateCached(t *testing.T) {
+	store := &countingStore{keys: map[string]APIKey{}}
+	good, k, _ := NewKey()
+	store.keys[k.ID] = k
+	unknown, _, _ := NewKey()
+	wrongSecret := strings.SplitN(good, ".", 2)[0] + "." + strings.SplitN(unknown, ".", 2)[1]
+	now := time.Unix(1000, 0)
+	a := NewAuthenticator(store, 10*time.Second)
+	a.now = func() time.Time { return now }
+	ctx := context.Background()
+	for _, token := range []string{good, unknown, wrongSecret} {
+		if _, err := a.AuthenticateCached(ctx, "Bearer "+token); !errors.Is(err, ErrNotCached) {
+			t.Errorf("before any lookup: %v, want ErrNotCached", err)
+		}
+	}
+	if store.calls.Load() != 0 {
+		t.Fatalf("AuthenticateCached read the store %d times", store.calls.Load())
+	}
+	for _, tc := range []struct {
+		header string
+		want   error
+	}{{"", ErrUnauthenticated}, {"Basic x", ErrInvalidKey}, {"Bearer not-a-key", ErrInvalidKey}} {
+		if _, err := a.AuthenticateCached(ctx, tc.header); !errors.Is(err, tc.want) {
+			t.Errorf("%q: %v, want %v (no store needed to tell)", tc.header, err, tc.want)
+		}
+	}
+	_, _ = a.Authenticate(ctx, "Bearer "+good)
+	_, _ = a.Authenticate(ctx, "Bearer "+unknown)
+	if got, err := a.AuthenticateCached(ctx, "Bearer "+good); err != nil || got.ID != k.ID {
+		t.Errorf("a cached right key: %v, %v", got, err)
+	}
+	for _, token := range []string{unknown, wrongSecret} {
+		if _, err := a.AuthenticateCached(ctx, "Bearer "+token); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("a wrong key whose id the cache knows: %v, want ErrInvalidKey", err)
+		}
+	}
+	a.SetRevocationBound(4 * time.Second)
+	now = now.Add(5 * time.Second)
+	if _, err := a.AuthenticateCached(ctx, "Bearer "+good); !errors.Is(err, ErrNotCached) {
+		t.Errorf("a verdict past the revocation bound: %v, want ErrNotCached", err)
+	}
+	if store.calls.Load() != 2 {
+		t.Errorf("store read %d times, want the 2 of Authenticate", store.calls.Load())
+	}
+}
+
 func TestAuthenticateStoreErrorIsNotA401(t *testing.T) {
 	store := &countingStore{keys: map[string]APIKey{}, err: errors.New("database is down")}
 	token, _, _ := NewKey()
