@@ -125,31 +125,9 @@ func (c *Console) files(v *visit) error {
 		return err
 	}
 	d := filesData{Workspaces: choices, Workspace: ws, Shown: filesShown(len(page.Files)),
-		BulkAction: withQuery("/console/files", clone(here))}
-	mayDownload := v.me.Role == serviceRole
-	for _, f := range page.Files {
-		row := fileRow{File: f, Delete: withQuery("/console/files/"+url.PathEscape(f.ID)+"/delete", clone(here))}
-		if mayDownload || f.Downloadable {
-			row.Download = withQuery("/console/files/"+url.PathEscape(f.ID)+"/content", url.Values{"workspace": {ws}})
-		} else {
-			d.DownloadHint = true
-		}
-		d.Files = append(d.Files, row)
-	}
+		BulkAction: withQuery("/console/files", clone(here)), Sizes: pageSizes(here, per), Here: hiddenFields(here)}
+	d.Files, d.DownloadHint = fileRows(page.Files, here, v.me.Role == serviceRole)
 	d.Newest, d.Newer, d.Older = filePager(here, page, backward)
-	for _, n := range filePageSizes {
-		at := clone(here)
-		at.Set("per", strconv.Itoa(n))
-		if n == filesPerPage {
-			at.Del("per")
-		}
-		d.Sizes = append(d.Sizes, pageSize{N: n, URL: withQuery("/console/files", at), Current: n == per})
-	}
-	for _, name := range filePageParams {
-		if value := here.Get(name); value != "" {
-			d.Here = append(d.Here, hiddenField{name, value})
-		}
-	}
 	if q.Get("do") != "delete" {
 		return v.show("files", "Files", "files", d)
 	}
@@ -163,6 +141,51 @@ func (c *Console) files(v *visit) error {
 	}
 	d.Confirm = confirmation(ids, page.Files, d.BulkAction, withQuery("/console/files", clone(here)))
 	return v.show("files", deleteTitle(len(ids)), "files", d)
+}
+
+// fileRows are the rows of files, with their links; hint reports a file
+// without a Download link. Every key may download where the deployment
+// makes uploads downloadable, service keys always (the API's rule, which
+// each File carries as downloadable).
+func fileRows(files []client.File, here url.Values, service bool) (rows []fileRow, hint bool) {
+	content := url.Values{"workspace": {here.Get("workspace")}}
+	for _, f := range files {
+		path := "/console/files/" + url.PathEscape(f.ID)
+		row := fileRow{File: f, Delete: withQuery(path+"/delete", clone(here))}
+		if service || f.Downloadable {
+			row.Download = withQuery(path+"/content", clone(content))
+		} else {
+			hint = true
+		}
+		rows = append(rows, row)
+	}
+	return rows, hint
+}
+
+// pageSizes links the page sizes offered, at the same place of the list.
+func pageSizes(here url.Values, current int) []pageSize {
+	var out []pageSize
+	for _, n := range filePageSizes {
+		at := clone(here)
+		at.Set("per", strconv.Itoa(n))
+		if n == filesPerPage {
+			at.Del("per")
+		}
+		out = append(out, pageSize{N: n, URL: withQuery("/console/files", at), Current: n == current})
+	}
+	return out
+}
+
+// hiddenFields are the page's position as the bulk form's fields, so that
+// its confirmation shows the same page.
+func hiddenFields(here url.Values) []hiddenField {
+	var out []hiddenField
+	for _, name := range filePageParams {
+		if value := here.Get(name); value != "" {
+			out = append(out, hiddenField{name, value})
+		}
+	}
+	return out
 }
 
 // filePageSize reads the page size: empty is the default, anything else

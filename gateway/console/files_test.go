@@ -51,15 +51,19 @@ func TestFilesDownloadLinkOnlyWhereItWorks(t *testing.T) {
 				if page.StatusCode != http.StatusOK || !strings.Contains(page.Body, f.ID) {
 					t.Fatalf("%s: files page = %d without the file:\n%s", key.name, page.StatusCode, page.Body)
 				}
-				offered := strings.Contains(page.Body, link)
+				offered := regexp.MustCompile(`href="(` + link + `[^"]*)" download>`).FindStringSubmatch(page.Body)
 				hint := strings.Contains(page.Body, `id="download-hint"`)
-				if offered != want || hint == want {
-					t.Errorf("%s key, files.downloadable %v: Download offered %v, hint shown %v", key.name, downloadable, offered, hint)
+				if (offered != nil) != want || hint == want {
+					t.Errorf("%s key, files.downloadable %v: Download offered %v, hint shown %v", key.name, downloadable, offered != nil, hint)
 				}
-				// What the link would do, so that the page's promise is checked
-				// against the API's rule rather than restating it.
-				if got := b.get(link + "?workspace=" + url.QueryEscape(ws)); (got.StatusCode == http.StatusOK) != want {
-					t.Errorf("%s key, files.downloadable %v: the content link answers %d", key.name, downloadable, got.StatusCode)
+				// What the link does, or would do, so that the page's promise is
+				// checked against the API's rule rather than restating it.
+				target := link + "?workspace=" + url.QueryEscape(ws)
+				if offered != nil {
+					target = html.UnescapeString(offered[1])
+				}
+				if got := b.get(target); (got.StatusCode == http.StatusOK) != want || want && got.Body != "hello" {
+					t.Errorf("%s key, files.downloadable %v: %s answers %d", key.name, downloadable, target, got.StatusCode)
 				}
 			}
 		})
