@@ -276,9 +276,19 @@ func (s *Store) snapshotIsolation() sql.IsolationLevel {
 	return sql.LevelDefault
 }
 
+// changedRows names usage_totals t for a read of the rows changed since a
+// cursor: SQLite, not knowing the cursor when it plans, would walk the
+// whole table rather than the index of what changed.
+func (s *Store) changedRows() string {
+	if s.d.name == DriverSQLite {
+		return `usage_totals t INDEXED BY usage_totals_changed`
+	}
+	return `usage_totals t`
+}
+
 func (s *Store) keyChanges(ctx context.Context, tx *sql.Tx, cursor int64, all bool) ([]spend.KeyChange, error) {
 	query := `SELECT t.scope_id, k.limit_usd, k.limit_reset, COALESCE(k.include_byok_in_limit, false), ` + totalsOf + `
-		FROM usage_totals t LEFT JOIN api_keys k ON k.id = t.scope_id
+		FROM ` + s.changedRows() + ` LEFT JOIN api_keys k ON k.id = t.scope_id
 		WHERE t.kind = 'key' AND t.changed >= $1`
 	args := []any{cursor}
 	if all {
@@ -321,14 +331,14 @@ func (s *Store) workspaceChanges(ctx context.Context, tx *sql.Tx, cursor int64, 
 	}
 	cols := `w.include_byok_in_budgets, b.reset_interval, b.id, b.limit_micros, b.created_at, b.updated_at, ` + totalsOf
 	query := `SELECT t.scope_id, ` + cols + `
-		FROM usage_totals t LEFT JOIN workspaces w ON w.id = ` + wsOfScope + `
+		FROM ` + s.changedRows() + ` LEFT JOIN workspaces w ON w.id = ` + wsOfScope + `
 		LEFT JOIN workspace_budgets b ON b.workspace_id = w.id
-		WHERE t.kind = 'workspace' AND t.changed >= $1 ORDER BY t.scope_id`
+		WHERE t.kind = 'workspace' AND t.changed >= $1`
 	args := []any{cursor}
 	if all {
 		query = `SELECT ` + scopeOfBudget + `, ` + cols + `
 			FROM workspace_budgets b JOIN workspaces w ON w.id = b.workspace_id
-			LEFT JOIN usage_totals t ON t.scope_id = ` + scopeOfBudget + ` ORDER BY b.workspace_id`
+			LEFT JOIN usage_totals t ON t.scope_id = ` + scopeOfBudget
 		args = nil
 	}
 	rows, err := tx.QueryContext(ctx, query, args...)
@@ -336,7 +346,10 @@ func (s *Store) workspaceChanges(ctx context.Context, tx *sql.Tx, cursor int64, 
 		return nil, fmt.Errorf("sqlstore: budget standings: %w", err)
 	}
 	defer rows.Close()
+	// A workspace comes a row per budget; no ORDER BY, which would have
+	// SQLite walk every row in order rather than the changed ones.
 	var out []spend.WorkspaceChange
+	at := map[string]int{}
 	for rows.Next() {
 		var (
 			id       string
@@ -353,7 +366,10 @@ func (s *Store) workspaceChanges(ctx context.Context, tx *sql.Tx, cursor int64, 
 			return nil, fmt.Errorf("sqlstore: budget standings: %w", err)
 		}
 		id = canonicalOr(id)
-		if n := len(out); n == 0 || out[n-1].WorkspaceID != id {
+		i, ok := at[id]
+		if !ok {
+			i = len(out)
+			at[id] = i
 			out = append(out, spend.WorkspaceChange{WorkspaceID: id, IncludeBYOK: byok.Bool, Totals: t})
 		}
 		if !interval.Valid {
@@ -364,8 +380,7 @@ func (s *Store) workspaceChanges(ctx context.Context, tx *sql.Tx, cursor int64, 
 		if created != nil && updated != nil {
 			b.CreatedAt, b.UpdatedAt = *created, *updated
 		}
-		w := &out[len(out)-1]
-		w.Budgets = append(w.Budgets, b)
+		out[i].Budgets = append(out[i].Budgets, b)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlstore: budget standings: %w", err)
