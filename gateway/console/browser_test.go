@@ -60,6 +60,14 @@ func TestInTheBrowser(t *testing.T) {
 		chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(`#ws-name`)),
 	)
+	// The header says who is signed in: the user, the key and its role.
+	management, err := api.CurrentKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := text(`.who`), "Signed in as u1 with management key "+management.Label; got != want {
+		t.Errorf("the header says %q, want %q", got, want)
+	}
 
 	// Create a workspace.
 	run("create workspace",
@@ -332,6 +340,9 @@ func TestInTheBrowser(t *testing.T) {
 	// A standard key sees its own spend per day.
 	run("own usage", chromedp.Navigate(g.URL+"/console/usage"), chromedp.WaitVisible(chromedp.CSS(`dl.facts`)))
 	todayBar("key-chart")
+	if got, want := text(`.who`), "Signed in as u1 with standard key "+created.Label; got != want {
+		t.Errorf("the header says %q, want %q", got, want)
+	}
 	shoot("usage-standard")
 	if _, err := api.UpdateKey(ctx, keyHash, client.KeyUpdate{Disabled: client.Set(true)}); err != nil {
 		t.Fatal(err)

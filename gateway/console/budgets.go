@@ -1,7 +1,12 @@
 package console
 
 import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/aigateway/gateway/client"
@@ -36,6 +41,9 @@ type budgetBar struct {
 type keyBar struct {
 	Name, Label, Reset string
 	Limit, Spent       float64
+	// IncludeBYOK is the key's include_byok_in_limit: whether Spent
+	// counts its BYOK usage.
+	IncludeBYOK bool
 }
 
 // spentIn is what k spent in the current window of interval, its BYOK part
@@ -104,7 +112,7 @@ func (c *Console) budgets(v *visit) error {
 		if k.Limit == nil {
 			continue
 		}
-		bar := keyBar{Name: k.Name, Label: k.Label, Limit: *k.Limit, Reset: "lifetime"}
+		bar := keyBar{Name: k.Name, Label: k.Label, Limit: *k.Limit, Reset: "lifetime", IncludeBYOK: k.IncludeBYOKInLimit}
 		if k.LimitReset != nil {
 			bar.Reset = *k.LimitReset
 		}
@@ -120,17 +128,64 @@ func (c *Console) setBudget(v *visit) error {
 	f := v.r.PostForm
 	ws := f.Get("workspace")
 	back := withQuery("/console/budgets", url.Values{"workspace": {ws}})
-	limit, err := parseLimit(f.Get("limit_usd"))
+	limit, err := parseLimit("limit_usd", f.Get("limit_usd"))
 	if err == nil && (limit == nil || *limit <= 0) {
-		err = badInput{"A budget needs an amount in US dollars above zero."}
+		err = badField{field: "limit_usd", msg: "A budget needs a limit in US dollars above zero, such as 100 or 12.50: enter one and send the form again."}
 	}
 	if err != nil {
-		return v.done(back, "", err)
+		return v.retry("budget", back, err, c.budgets)
 	}
 	includeBYOK := f.Get("include_byok") == "on"
 	interval := f.Get("interval")
 	_, err = v.api.SetBudget(v.ctx(), ws, interval, *limit, &includeBYOK)
-	return v.done(back, "The "+strings.ToLower(interval)+" budget is set.", err)
+	if err != nil {
+		return v.retry("budget", back, v.outOfOrder(err, ws, interval, *limit), c.budgets)
+	}
+	return v.done(back, "The "+strings.ToLower(interval)+" budget is set.", nil)
+}
+
+// outOfOrder words the API's refusal of a budget that breaks the order of
+// the intervals (lifetime > monthly > weekly > daily), which names the
+// budget it conflicts with: which limit would do, and the other way out.
+// Another error is returned as it is.
+func (v *visit) outOfOrder(err error, ws, interval string, limit float64) error {
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest {
+		return err
+	}
+	other := firstField(apiErr)
+	rank, otherRank := slices.Index(budgetIntervals, interval), slices.Index(budgetIntervals, other)
+	if rank < 0 || otherRank < 0 {
+		return err
+	}
+	budgets, _, berr := v.api.Budgets(v.ctx(), ws)
+	if berr != nil {
+		return err
+	}
+	var otherLimit float64
+	found := false
+	for _, b := range budgets {
+		if cmp.Or(deref(b.ResetInterval), "lifetime") == other {
+			otherLimit, found = b.LimitUSD, true
+		}
+	}
+	if !found {
+		return err
+	}
+	msg := fmt.Sprintf("The %s budget must be less than the %s budget: you entered %s and the %s budget is %s. Enter a %s limit below %s, or raise the %s budget first.",
+		interval, other, usd(limit), other, usd(otherLimit), interval, usd(otherLimit), other)
+	if otherRank > rank { // the other is narrower: this one must be more
+		msg = fmt.Sprintf("The %s budget must be more than the %s budget: you entered %s and the %s budget is %s. Enter a %s limit above %s, or lower the %s budget first.",
+			interval, other, usd(limit), other, usd(otherLimit), interval, usd(otherLimit), other)
+	}
+	return badField{field: "limit_usd", msg: msg}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func (c *Console) deleteBudget(v *visit) error {

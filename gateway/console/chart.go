@@ -15,20 +15,20 @@ import (
 // chartDays is the span of the spend charts.
 const chartDays = 30
 
-// The chart's drawing area, in SVG user units: the page scales the whole
-// drawing to its width (viewBox), so it is the same picture at 360 px and
-// at 1280 px, and every size is an SVG attribute, which the
+// The chart's drawing area. Across, in % of the drawing's width, which is
+// the card's: the bars fill it at 360 px as at 1280 px. Up and down, in
+// px, as is the text: a wide card makes the bars wider, not the text
+// larger. Every size is an SVG attribute, which the
 // Content-Security-Policy allows where it forbids style attributes.
-//
-// The stylesheet enlarges the text on narrow screens, where the drawing is
-// scaled down the most; the margins leave room for it at either size.
 const (
-	chartWidth  = 600
-	chartHeight = 224
-	plotLeft    = 8
-	plotRight   = 592 // chartWidth less a margin
-	plotTop     = 40  // room above the top mark for its amount
-	plotBottom  = 180 // room below for the dates
+	chartHeight = 224 // px
+	plotLeft    = 1   // %
+	plotRight   = 99  // %
+	plotTop     = 40  // px: room above the top mark for its amount
+	plotBottom  = 180 // px: room below for the dates
+	// labelClear is how far (in %) the centre of a date must be from the
+	// left edge not to be cut off at 360 px.
+	labelClear = 8
 )
 
 // dayChart is a bar chart of spend per UTC day, drawn as inline SVG by the
@@ -43,8 +43,8 @@ type dayChart struct {
 	Ticks []chartTick
 	// Empty: no spend on any day charted.
 	Empty bool
-	// Axis geometry for the template.
-	Width, Height, Left, Right, Baseline float64
+	// Axis geometry for the template: Left and Right in %, the rest in px.
+	Height, Left, Right, Baseline float64
 }
 
 // chartDay is one day's bar: its figures and where it is drawn. The bar is
@@ -55,15 +55,18 @@ type chartDay struct {
 	ShowLabel   bool
 	Usage       float64
 	BYOK        float64
-	X, W        float64
-	LabelX      float64
+	X, W        float64 // %
+	LabelX      float64 // %
 	LabelAnchor string  // SVG text-anchor of the date
-	Y, H        float64 // the whole bar
-	BYOKY       float64 // the BYOK part: from BYOKY down to the baseline
-	BYOKH       float64
-	Today       bool
-	Title       string // the bar's tooltip
-	HasBYOKBar  bool
+	// NearEnd marks the date before the last, which narrow screens hide:
+	// the last one, drawn ending at the edge, leaves it no room there.
+	NearEnd    bool
+	Y, H       float64 // the whole bar
+	BYOKY      float64 // the BYOK part: from BYOKY down to the baseline
+	BYOKH      float64
+	Today      bool
+	Title      string // the bar's tooltip
+	HasBYOKBar bool
 }
 
 // chartTick is one gridline of the scale.
@@ -75,7 +78,7 @@ type chartTick struct {
 // newDayChart lays days (oldest first) out as bars under a scale rounded
 // up to a readable amount.
 func newDayChart(id, title string, days []client.DayUsage) *dayChart {
-	c := &dayChart{ID: id, Title: title, Width: chartWidth, Height: chartHeight,
+	c := &dayChart{ID: id, Title: title, Height: chartHeight,
 		Left: plotLeft, Right: plotRight, Baseline: plotBottom}
 	var top, total float64
 	peak := -1
@@ -106,10 +109,11 @@ func newDayChart(id, title string, days []client.DayUsage) *dayChart {
 		// A label every 7 days, counted back from the last so that the
 		// most recent day is always named; none so near the left edge
 		// that half of it would be cut off.
-		day.ShowLabel = (n-1-i)%7 == 0 && slot*(float64(i)+0.5) >= 48
-		day.X = round1(plotLeft + slot*float64(i) + slot*0.15)
-		day.W = round1(slot * 0.7)
-		day.LabelX, day.LabelAnchor = round1(plotLeft+slot*float64(i)+slot/2), "middle"
+		day.ShowLabel = (n-1-i)%7 == 0 && slot*(float64(i)+0.5) >= labelClear
+		day.NearEnd = i == n-8
+		day.X = round2(plotLeft + slot*float64(i) + slot*0.15)
+		day.W = round2(slot * 0.7)
+		day.LabelX, day.LabelAnchor = round2(plotLeft+slot*float64(i)+slot/2), "middle"
 		if i == n-1 {
 			// The last label ends at the drawing's edge rather than
 			// running past it.
@@ -136,7 +140,7 @@ func newDayChart(id, title string, days []client.DayUsage) *dayChart {
 		c.Summary = "No spend from " + first + " to " + last + " (UTC)."
 	} else {
 		c.Summary = usd(total) + " spent from " + first + " to " + last + " (UTC); the most on " +
-			days[peak].Date + ": " + usd(top) + "; today: " + usd(days[n-1].Usage) + "."
+			days[peak].Date + ": " + usd(top) + "; today: " + usd(days[n-1].Usage) + ". These figures include BYOK spend."
 	}
 	return c
 }
@@ -175,6 +179,8 @@ func scaleLabel(v float64) string {
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
 // chartOf reads the last chartDays days of q and draws them. A refusal of
 // the API that still lets the rest of the page show (402: the key is over

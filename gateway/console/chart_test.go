@@ -51,7 +51,7 @@ func TestDayChartLayout(t *testing.T) {
 	for _, d := range c.Days {
 		if d.ShowLabel {
 			labels = append(labels, d.Date)
-			if d.LabelX < 48 {
+			if d.LabelX < labelClear {
 				t.Errorf("label %s at %v would be cut at the left edge", d.Date, d.LabelX)
 			}
 		}
@@ -102,9 +102,9 @@ func TestDayChartMarkup(t *testing.T) {
 	}
 	html := b.String()
 	for _, want := range []string{
-		`<svg class="chart" viewBox="0 0 600 224" role="img" aria-labelledby="key-chart-title key-chart-desc"`,
+		`<svg class="chart" width="100%" height="224" role="img" aria-labelledby="key-chart-title key-chart-desc"`,
 		`<title id="key-chart-title">Spend per day of key “&lt;script&gt;alert(1)&lt;/script&gt;”, last 30 days (UTC)</title>`,
-		`<desc id="key-chart-desc">$2.50 spent from `,
+		`<desc id="key-chart-desc">$2.50 spent from `, `These figures include BYOK spend.`,
 		`<rect class="spend" x="`, `height="140"`, `<rect class="byok" x="`, `height="28"`,
 		`<caption class="visually-hidden">`, `<td>$2.50</td><td>$0.50</td>`,
 	} {

@@ -136,10 +136,14 @@ func TestWrongKeyIsRefusedAndLimitedPerAddress(t *testing.T) {
 	if last.StatusCode != http.StatusTooManyRequests || !strings.Contains(last.Body, "Rate limit exceeded. Try again in ") {
 		t.Errorf("after repeated failures = %d, want 429 in the API's words\n%s", last.StatusCode, last.Body)
 	}
-	// The API itself refuses this address now too: the failures were its own.
-	_, err := g.api(t, g.Management).CurrentKey(context.Background())
+	// The API itself refuses wrong keys from this address now too: the
+	// failures were its own. A right key still passes (field report #8).
+	_, err := g.api(t, "sk-wrong").CurrentKey(context.Background())
 	if e, ok := err.(*client.Error); !ok || e.StatusCode != http.StatusTooManyRequests {
-		t.Errorf("API call from the same address after console failures = %v, want 429", err)
+		t.Errorf("API call with a wrong key from the same address after console failures = %v, want 429", err)
+	}
+	if _, err := g.api(t, g.Management).CurrentKey(context.Background()); err != nil {
+		t.Errorf("API call with a right key from the same address after console failures = %v, want it to pass", err)
 	}
 }
 
@@ -246,19 +250,29 @@ func TestWorkspaceLifecycleAndRefusalInTheAPIsWords(t *testing.T) {
 	if !strings.Contains(list.Body, "Workspace “Research” created.") || !strings.Contains(list.Body, "<code>research</code>") {
 		t.Fatalf("list after create lacks the workspace or the notice:\n%s", list.Body)
 	}
-	// A bad slug: the API's own 400 message is shown.
-	b.post("/console/workspaces", url.Values{"csrf": {token}, "name": {"Bad"}, "slug": {"Bad Slug"}})
-	if body := b.get("/console/workspaces").Body; !strings.Contains(body, `role="alert">Invalid request parameters: slug `) {
-		t.Errorf("a refused create shows no error naming the slug:\n%s", body)
+	// A bad slug: the API's rule, as a sentence that names the field and
+	// says what to do, on the form as it was typed.
+	p = b.post("/console/workspaces", url.Values{"csrf": {token}, "name": {"Bad"}, "slug": {"Bad Slug"}})
+	for _, want := range []string{
+		`role="alert">The slug must be 1 to 50 characters of lowercase letters and digits in segments joined by single hyphens. Correct the slug and send the form again.</p>`,
+		`name="name" required maxlength="100" value="Bad"`, `value="Bad Slug" aria-invalid="true" aria-describedby="flash ws-slug-hint" autofocus`,
+	} {
+		if p.StatusCode != http.StatusBadRequest || !strings.Contains(p.Body, want) {
+			t.Errorf("a refused create = %d, lacks %s:\n%s", p.StatusCode, want, p.Body)
+		}
 	}
 	// A workspace holding a key cannot be deleted: the refusal has its counts.
 	api := g.api(t, g.Management)
 	if _, err := api.CreateKey(context.Background(), client.KeyCreate{Name: "k", Workspace: "research"}); err != nil {
 		t.Fatal(err)
 	}
-	b.post("/console/workspaces/research/delete", url.Values{"csrf": {token}})
-	if body := b.get("/console/workspaces/research").Body; !strings.Contains(body, "keys: 1") {
-		t.Errorf("the refused delete does not say how many keys hold the workspace:\n%s", body)
+	ws, err := api.GetWorkspace(context.Background(), "research")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = b.post("/console/workspaces/research/delete", url.Values{"csrf": {token}})
+	if want := `“Research” still holds 1 key, so it cannot be deleted. Delete them first, then delete the workspace: <a href="/console/keys?workspace=` + ws.ID + `">Its keys</a>`; !strings.Contains(p.Body, want) {
+		t.Errorf("the refused delete does not say what holds the workspace and where it is:\n%s", p.Body)
 	}
 	// Edited, then deleted once empty.
 	p = b.post("/console/workspaces/research", url.Values{"csrf": {token}, "name": {"Research & Co"}, "slug": {"research"}})
@@ -427,11 +441,8 @@ func TestStandardKeyIsReadOnlyOutsideItsFiles(t *testing.T) {
 		t.Errorf("keys page of a standard key = %d", p.StatusCode)
 	}
 	token := b.csrf("/console/files")
-	if p := b.post("/console/workspaces", url.Values{"csrf": {token}, "name": {"X"}, "slug": {"x"}}); p.StatusCode != http.StatusSeeOther {
-		t.Errorf("a refused create = %d, want the redirect with the API's 403", p.StatusCode)
-	}
-	if body := b.get("/console/workspaces").Body; !strings.Contains(body, "Only management keys") {
-		t.Errorf("the standard key's workspace page does not show the API's refusal:\n%s", body)
+	if p := b.post("/console/workspaces", url.Values{"csrf": {token}, "name": {"X"}, "slug": {"x"}}); p.StatusCode != http.StatusForbidden || !strings.Contains(p.Body, "Only management keys") {
+		t.Errorf("a refused create = %d, want the API's 403 in its words\n%s", p.StatusCode, p.Body)
 	}
 	if p := b.get("/console/models"); p.StatusCode != http.StatusOK {
 		t.Errorf("models for a standard key = %d", p.StatusCode)
@@ -542,5 +553,49 @@ func TestSignOutEndsEveryCopyOfTheSession(t *testing.T) {
 	p := copied.get("/console/workspaces")
 	if p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/console/sign-in?m=signed-out" {
 		t.Errorf("the copied cookie after sign-out = %d %s, want a redirect to sign in", p.StatusCode, p.Header.Get("Location"))
+	}
+}
+
+// TestRefusedFormsKeepWhatWasTyped: a refused form is answered with its
+// page and what was typed, the field at fault marked, never with a
+// redirect that loses it; a provider key typed is never written back.
+func TestRefusedFormsKeepWhatWasTyped(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, testConfig(t), true)
+	api := g.api(t, g.Management)
+	b := g.browser(t)
+	b.signIn(g.Management)
+	token := b.csrf("/console/keys")
+
+	p := b.post("/console/keys", url.Values{"csrf": {token}, "name": {"nightly build"}, "limit": {"twelve"}, "limit_reset": {"weekly"}, "expires_in_days": {"30"}})
+	for _, want := range []string{
+		`role="alert">The limit must be an amount in US dollars, such as 25 or 12.50: correct the limit and send the form again.</p>`,
+		`value="nightly build"`, `value="twelve" aria-invalid="true" aria-describedby="flash" autofocus`,
+		`<option value="weekly" selected>`, `value="30"`,
+	} {
+		if p.StatusCode != http.StatusBadRequest || !strings.Contains(p.Body, want) {
+			t.Errorf("a key with a bad limit = %d, lacks %s:\n%s", p.StatusCode, want, p.Body)
+		}
+	}
+
+	// A key's limit: the details it is in is open, with the value typed.
+	k, err := api.CreateKey(context.Background(), client.KeyCreate{Name: "limited"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = b.post("/console/keys/"+k.Key.Hash+"/limit", url.Values{"csrf": {token}, "limit": {"-3"}})
+	if want := `value="-3" aria-invalid="true"`; p.StatusCode != http.StatusBadRequest || !strings.Contains(p.Body, want) || !strings.Contains(p.Body, "<details open>") {
+		t.Errorf("a refused limit = %d, lacks %s in an open step:\n%s", p.StatusCode, want, p.Body)
+	}
+
+	// A provider key: what was typed comes back, but the secret.
+	const secret = "sk-never-echoed-0123456789"
+	p = b.post("/console/provider-keys", url.Values{"csrf": {token}, "provider": {"anthropic"}, "key": {secret}, "name": {"backup"}, "sort_order": {"1.5"}})
+	if p.StatusCode != http.StatusBadRequest || !strings.Contains(p.Body, `value="backup"`) || !strings.Contains(p.Body, `<option value="anthropic" selected>`) ||
+		!strings.Contains(p.Body, "was not kept: enter it again") {
+		t.Errorf("a refused provider key = %d:\n%s", p.StatusCode, p.Body)
+	}
+	if strings.Contains(p.Body, secret) {
+		t.Error("the provider key's secret was written back into the page")
 	}
 }

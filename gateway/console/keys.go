@@ -1,6 +1,7 @@
 package console
 
 import (
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -70,8 +71,10 @@ func (c *Console) showKeys(v *visit, status int, created *client.CreatedKey) err
 			return err
 		}
 	}
-	title := "API keys"
-	v.c.render(v.w, status, "keys", v.view(title, "keys", d))
+	if v.status != 0 {
+		status = v.status // a refused form shown again
+	}
+	v.c.render(v.w, status, "keys", v.view("API keys", "keys", d))
 	return nil
 }
 
@@ -79,15 +82,16 @@ func (c *Console) showKeys(v *visit, status int, created *client.CreatedKey) err
 // a management key may see (the API would answer the same).
 var needManagement = &client.Error{StatusCode: http.StatusForbidden, Message: "Only management keys can perform this operation"}
 
-// parseLimit reads an optional limit in USD: empty is none.
-func parseLimit(s string) (*float64, error) {
+// parseLimit reads an optional limit in USD typed into field: empty is
+// none.
+func parseLimit(field, s string) (*float64, error) {
 	s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "$"))
 	if s == "" {
 		return nil, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 {
-		return nil, badInput{"The limit must be an amount in US dollars, such as 25 or 12.50."}
+	if err != nil || f < 0 || math.IsInf(f, 0) {
+		return nil, badField{field: field, msg: "The limit must be an amount in US dollars, such as 25 or 12.50: correct the limit and send the form again."}
 	}
 	return &f, nil
 }
@@ -95,26 +99,32 @@ func parseLimit(s string) (*float64, error) {
 // createKey makes a standard key and shows its secret on this answer only.
 func (c *Console) createKey(v *visit) error {
 	f := v.r.PostForm
+	back := withQuery("/console/keys", url.Values{"workspace": {v.r.URL.Query().Get("workspace")}})
 	k := client.KeyCreate{Name: strings.TrimSpace(f.Get("name")), Workspace: f.Get("workspace_id"), LimitReset: f.Get("limit_reset")}
-	limit, err := parseLimit(f.Get("limit"))
+	limit, err := parseLimit("limit", f.Get("limit"))
 	if err != nil {
-		return v.done("/console/keys", "", err)
+		return v.retry("new-key", back, err, c.keys)
 	}
 	k.Limit = limit
 	if d := strings.TrimSpace(f.Get("expires_in_days")); d != "" {
 		days, err := strconv.Atoi(d)
-		if err != nil || days < 1 {
-			return v.done("/console/keys", "", badInput{"Expiry must be a whole number of days, 1 or more, or empty for none."})
+		if err != nil || days < 1 || days > maxExpiryDays {
+			return v.retry("new-key", back, badField{field: "expires_in_days",
+				msg: "The expiry must be a whole number of days from 1 to " + strconv.Itoa(maxExpiryDays) + ", or empty for none: correct it and send the form again."}, c.keys)
 		}
 		t := time.Now().UTC().Add(time.Duration(days) * 24 * time.Hour).Truncate(time.Second)
 		k.ExpiresAt = &t
 	}
 	created, err := v.api.CreateKey(v.ctx(), k)
 	if err != nil {
-		return v.done("/console/keys", "", err)
+		return v.retry("new-key", back, err, c.keys)
 	}
 	return c.showKeys(v, http.StatusCreated, created)
 }
+
+// maxExpiryDays bounds a key's expiry in days (about 100 years), so the
+// date stays one the API reads.
+const maxExpiryDays = 36500
 
 // changeKey disables, enables, deletes or sets the limit of a key.
 func (c *Console) changeKey(v *visit) error {
@@ -130,9 +140,9 @@ func (c *Console) changeKey(v *visit) error {
 	case "delete":
 		return v.done(back, "Key deleted.", v.api.DeleteKey(v.ctx(), hash))
 	case "limit":
-		limit, err := parseLimit(v.r.PostForm.Get("limit"))
+		limit, err := parseLimit("limit", v.r.PostForm.Get("limit"))
 		if err != nil {
-			return v.done(back, "", err)
+			return v.retry("limit-"+hash, back, err, c.keys)
 		}
 		if limit == nil {
 			u.Limit, u.LimitReset, ok = client.Null[float64](), client.Null[string](), "Limit removed."
@@ -149,6 +159,9 @@ func (c *Console) changeKey(v *visit) error {
 		return nil
 	}
 	_, err := v.api.UpdateKey(v.ctx(), hash, u)
+	if err != nil && v.r.PathValue("change") == "limit" {
+		return v.retry("limit-"+hash, back, err, c.keys)
+	}
 	return v.done(back, ok, err)
 }
 

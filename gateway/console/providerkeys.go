@@ -53,13 +53,18 @@ func (c *Console) createProviderKey(v *visit) error {
 	if o := strings.TrimSpace(f.Get("sort_order")); o != "" {
 		n, err := strconv.Atoi(o)
 		if err != nil {
-			return v.done(back, "", badInput{"The order must be a whole number."})
+			return v.retry("new-provider-key", back, badOrder, c.providerKeys)
 		}
 		k.SortOrder = n
 	}
-	_, err := v.api.CreateProviderKey(v.ctx(), k)
-	return v.done(back, "Provider key added.", err)
+	if _, err := v.api.CreateProviderKey(v.ctx(), k); err != nil {
+		return v.retry("new-provider-key", back, err, c.providerKeys)
+	}
+	return v.done(back, "Provider key added.", nil)
 }
+
+// badOrder refuses an order that is not a whole number.
+var badOrder = badField{field: "sort_order", msg: "The order must be a whole number, such as 0 or 10 (lower is tried first): correct it and send the form again."}
 
 // changeProviderKey replaces the secret of, disables, enables, reorders or
 // deletes a provider key.
@@ -69,11 +74,12 @@ func (c *Console) changeProviderKey(v *visit) error {
 	back := withQuery("/console/provider-keys", url.Values{"workspace": {f.Get("workspace")}})
 	var u client.ProviderKeyUpdate
 	var ok string
-	switch v.r.PathValue("change") {
+	change := v.r.PathValue("change")
+	switch change {
 	case "replace":
 		secret := strings.TrimSpace(f.Get("key"))
 		if secret == "" {
-			return v.done(back, "", badInput{"Enter the new key to replace the stored one."})
+			return v.retry("replace-"+id, back, badField{field: "key", msg: "Enter the new key to replace the stored one."}, c.providerKeys)
 		}
 		u.Secret, ok = client.Set(secret), "Provider key replaced."
 	case "disable":
@@ -83,7 +89,7 @@ func (c *Console) changeProviderKey(v *visit) error {
 	case "order":
 		n, err := strconv.Atoi(strings.TrimSpace(f.Get("sort_order")))
 		if err != nil {
-			return v.done(back, "", badInput{"The order must be a whole number."})
+			return v.retry("order-"+id, back, badOrder, c.providerKeys)
 		}
 		u.SortOrder, ok = client.Set(n), "Order saved."
 	case "delete":
@@ -93,5 +99,8 @@ func (c *Console) changeProviderKey(v *visit) error {
 		return nil
 	}
 	_, err := v.api.UpdateProviderKey(v.ctx(), id, u)
+	if err != nil && (change == "replace" || change == "order") {
+		return v.retry(change+"-"+id, back, err, c.providerKeys)
+	}
 	return v.done(back, ok, err)
 }

@@ -32,7 +32,9 @@ func loadPages(a *assets) (*pages, error) {
 	funcs := template.FuncMap{
 		"asset": a.url,
 		"usd":   usd,
-		"bytes": func(n int64) string { return humanize.IBytes(uint64(max(n, 0))) },
+		// Sizes and percentages keep their unit on their line: "31 B"
+		// never wraps.
+		"bytes": func(n int64) string { return noBreak(humanize.IBytes(uint64(max(n, 0)))) },
 		"when": func(t time.Time) string {
 			if t.IsZero() {
 				return ""
@@ -41,10 +43,13 @@ func loadPages(a *assets) (*pages, error) {
 		},
 		"percent": func(used, limit float64) string {
 			if limit <= 0 {
-				return "0 %"
+				return "0\u00a0%"
 			}
-			return strconv.FormatFloat(math.Floor(100*used/limit), 'f', 0, 64) + " %"
+			return strconv.FormatFloat(math.Floor(100*used/limit), 'f', 0, 64) + "\u00a0%"
 		},
+		"warnAt":    warnAt,
+		"fullAt":    fullAt,
+		"limitText": limitText,
 		"deref": func(s *string) string {
 			if s == nil {
 				return ""
@@ -109,13 +114,23 @@ type view struct {
 	CSRF string
 	// Flash is the outcome of the last action, shown once.
 	Flash *flash
-	Data  any
+	// Form is a refused form shown again, with what was typed.
+	Form draft
+	Data any
 }
 
-// flash is a message carried across a redirect: "ok" or "error".
+// flash is a message carried across a redirect: "ok" or "error", and
+// where to go next.
 type flash struct {
-	Kind string `json:"k"`
+	Kind  string      `json:"k"`
+	Text  string      `json:"t"`
+	Links []flashLink `json:"l,omitempty"`
+}
+
+// flashLink is a next step a message offers.
+type flashLink struct {
 	Text string `json:"t"`
+	Href string `json:"h"`
 }
 
 // bufPool holds render buffers: a page is rendered whole before a byte is
@@ -149,6 +164,28 @@ func (c *Console) render(w http.ResponseWriter, status int, page string, v view)
 // refuse answers with a page that says, in words, what went wrong.
 func (c *Console) refuse(w http.ResponseWriter, r *http.Request, status int, message string) {
 	c.render(w, status, "error", view{Title: http.StatusText(status), Data: message})
+}
+
+// noBreak joins the words of s with no-break spaces.
+func noBreak(s string) string { return strings.ReplaceAll(s, " ", "\u00a0") }
+
+// A meter of spend against a limit (optimum 0) is green up to its low
+// bound, amber up to its high bound and red above it, as Chromium draws
+// it. So that it turns amber at 80 % and red at 100 %, each bound sits
+// just below its mark (by a billionth of it), where spend at the mark is
+// above it.
+func warnAt(limit float64) float64 { return belowMark(0.8 * limit) }
+
+func fullAt(limit float64) float64 { return belowMark(limit) }
+
+func belowMark(v float64) float64 { return v * (1 - 1e-9) }
+
+// limitText writes a limit as typed in a form: "12.5", "" for none.
+func limitText(f *float64) string {
+	if f == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*f, 'f', -1, 64)
 }
 
 // usd formats an amount in US dollars, with cents, and more digits for

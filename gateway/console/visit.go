@@ -23,6 +23,11 @@ type visit struct {
 	sess session
 	api  *client.Client
 	me   *whoami
+	// refusal, form and status are set when a form was refused: its page
+	// is shown again with them (see retry).
+	refusal *flash
+	form    draft
+	status  int
 }
 
 // ctx is the context of the API calls made for the visit: the browser's
@@ -200,10 +205,11 @@ func (c *Console) fail(v *visit, err error) {
 // apiMessage is the API's refusal in words, with its details (the fields
 // it names, the counts it gives) and what the person can do.
 func apiMessage(e *client.Error) string {
-	msg := e.Message
-	if msg != "" {
-		msg = strings.ToUpper(msg[:1]) + msg[1:]
+	if fields := fieldsOf(e); len(fields) > 0 && e.StatusCode == http.StatusBadRequest {
+		// The fields say it better than "Invalid request parameters".
+		return fieldSentences(fields)
 	}
+	msg := capitalise(e.Message)
 	if d := details(e.Metadata); d != "" {
 		msg += ": " + d
 	}
@@ -243,12 +249,21 @@ func details(meta map[string]any) string {
 
 // view starts the view of a page of v.
 func (v *visit) view(title, nav string, data any) view {
-	return view{Title: title, Nav: nav, Me: v.me, CSRF: v.sess.CSRF, Flash: v.c.takeFlash(v.w, v.r), Data: data}
+	f := v.refusal
+	if f == nil {
+		f = v.c.takeFlash(v.w, v.r)
+	}
+	return view{Title: title, Nav: nav, Me: v.me, CSRF: v.sess.CSRF, Flash: f, Form: v.form, Data: data}
 }
 
-// show renders page for v with status 200.
+// show renders page for v: status 200, or the refusal's status when the
+// page shows a refused form again.
 func (v *visit) show(page, title, nav string, data any) error {
-	v.c.render(v.w, http.StatusOK, page, v.view(title, nav, data))
+	status := http.StatusOK
+	if v.status != 0 {
+		status = v.status
+	}
+	v.c.render(v.w, status, page, v.view(title, nav, data))
 	return nil
 }
 

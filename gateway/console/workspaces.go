@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -70,9 +71,20 @@ func (c *Console) createWorkspace(v *visit) error {
 	}
 	created, err := v.api.CreateWorkspace(v.ctx(), w)
 	if err != nil {
-		return v.done("/console/workspaces", "", err)
+		return v.retry("new-workspace", "/console/workspaces", slugTaken(err, w.Slug), c.workspaces)
 	}
 	return v.done("/console/workspaces", "Workspace “"+created.Name+"” created.", nil)
+}
+
+// slugTaken words the API's 409 on a workspace's slug, which says only
+// that the resource exists: which field, and what to do.
+func slugTaken(err error, slug string) error {
+	var apiErr *client.Error
+	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusConflict {
+		return badField{field: "slug", status: http.StatusConflict,
+			msg: "A workspace with the slug “" + slug + "” already exists: choose another slug."}
+	}
+	return err
 }
 
 type workspaceEditData struct {
@@ -94,9 +106,10 @@ func (c *Console) workspaceEdit(v *visit) error {
 func (c *Console) updateWorkspace(v *visit) error {
 	ref := v.r.PathValue("ref")
 	f := v.r.PostForm
+	slug := strings.TrimSpace(f.Get("slug"))
 	u := client.WorkspaceUpdate{
 		Name:        client.Set(strings.TrimSpace(f.Get("name"))),
-		Slug:        client.Set(strings.TrimSpace(f.Get("slug"))),
+		Slug:        client.Set(slug),
 		Description: client.Set(strings.TrimSpace(f.Get("description"))),
 	}
 	if s := f.Get("default_provider_sort"); s == "" {
@@ -112,17 +125,68 @@ func (c *Console) updateWorkspace(v *visit) error {
 	back := "/console/workspaces/" + url.PathEscape(ref)
 	w, err := v.api.UpdateWorkspace(v.ctx(), ref, u)
 	if err != nil {
-		return v.done(back, "", err)
+		return v.retry("workspace", back, slugTaken(err, slug), c.workspaceEdit)
 	}
 	return v.done("/console/workspaces/"+url.PathEscape(w.ID), "Workspace saved.", nil)
 }
 
 func (c *Console) deleteWorkspace(v *visit) error {
 	ref := v.r.PathValue("ref")
-	if err := v.api.DeleteWorkspace(v.ctx(), ref); err != nil {
-		return v.done("/console/workspaces/"+url.PathEscape(ref), "", err)
+	back := "/console/workspaces/" + url.PathEscape(ref)
+	err := v.api.DeleteWorkspace(v.ctx(), ref)
+	var apiErr *client.Error
+	switch {
+	case err == nil:
+		return v.done("/console/workspaces", "Workspace deleted.", nil)
+	case errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusBadRequest:
+		w, werr := v.api.GetWorkspace(v.ctx(), ref)
+		if werr != nil {
+			return v.retry("", back, err, c.workspaceEdit)
+		}
+		if r, ok := notDeletable(apiErr, w); ok {
+			return v.showRefusal("", back, r, c.workspaceEdit)
+		}
 	}
-	return v.done("/console/workspaces", "Workspace deleted.", nil)
+	return v.retry("", back, err, c.workspaceEdit)
+}
+
+// notDeletable words the API's refusal to delete workspace w: what holds
+// it, what to do, and links to what holds it. ok is false for another
+// refusal.
+func notDeletable(e *client.Error, w *client.Workspace) (refusal, bool) {
+	r := refusal{status: e.StatusCode}
+	if isDefault, _ := e.Metadata["default"].(bool); isDefault {
+		r.message = "“" + w.Name + "” is the default workspace, where keys made without a workspace act: it cannot be deleted."
+		return r, true
+	}
+	files, hasFiles := e.Metadata["files"].(float64)
+	keys, hasKeys := e.Metadata["keys"].(float64)
+	uploads, _ := e.Metadata["uploads_in_progress"].(float64)
+	if !hasFiles && !hasKeys {
+		return refusal{}, false
+	}
+	var held []string
+	if files > 0 {
+		held = append(held, plural(int(files), "file", "files"))
+		r.links = append(r.links, flashLink{Text: "Its files", Href: "/console/files?workspace=" + url.QueryEscape(w.ID)})
+	}
+	if keys > 0 {
+		held = append(held, plural(int(keys), "key", "keys"))
+		r.links = append(r.links, flashLink{Text: "Its keys", Href: "/console/keys?workspace=" + url.QueryEscape(w.ID)})
+	}
+	if uploads > 0 {
+		held = append(held, plural(int(uploads), "upload in progress", "uploads in progress"))
+	}
+	r.message = "“" + w.Name + "” still holds " + joinAnd(held) + ", so it cannot be deleted. "
+	switch {
+	case files+keys > 0 && uploads > 0:
+		r.message += "Delete them, let the uploads end, then delete the workspace:"
+	case uploads > 0:
+		r.message += "Let the uploads end, then delete the workspace."
+	default:
+		r.message += "Delete them first, then delete the workspace:"
+	}
+	return r, true
 }
 
 // workspaceChoice is a workspace offered in a picker.
