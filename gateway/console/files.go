@@ -125,9 +125,13 @@ func (c *Console) files(v *visit) error {
 		return err
 	}
 	d := filesData{Workspaces: choices, Workspace: ws, Shown: filesShown(len(page.Files)),
-		BulkAction: withQuery("/console/files", clone(here)), Sizes: pageSizes(here, per), Here: hiddenFields(here)}
+		BulkAction: withQuery("/console/files", clone(here)), Here: hiddenFields(here)}
 	d.Files, d.DownloadHint = fileRows(page.Files, here, v.me.Role == serviceRole)
 	d.Newest, d.Newer, d.Older = filePager(here, page, backward)
+	if d.Newest != "" || d.Older != "" || per != filesPerPage {
+		// One page of a few files needs no choice of size.
+		d.Sizes = pageSizes(here, per)
+	}
 	if q.Get("do") != "delete" {
 		return v.show("files", "Files", "files", d)
 	}

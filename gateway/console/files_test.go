@@ -53,6 +53,9 @@ func TestFilesDownloadLinkOnlyWhereItWorks(t *testing.T) {
 				}
 				offered := regexp.MustCompile(`href="(` + link + `[^"]*)" download>`).FindStringSubmatch(page.Body)
 				hint := strings.Contains(page.Body, `id="download-hint"`)
+				if strings.Contains(page.Body, "Per page") {
+					t.Errorf("%s key: a single page of one file offers page sizes", key.name)
+				}
 				if (offered != nil) != want || hint == want {
 					t.Errorf("%s key, files.downloadable %v: Download offered %v, hint shown %v", key.name, downloadable, offered != nil, hint)
 				}
@@ -125,6 +128,9 @@ func TestFilesPagesBothWaysWithIDsAndCounts(t *testing.T) {
 
 	all := b.get("/console/files?per=200&workspace=" + ws)
 	wantRows(t, "200 a page", all, ids)
+	if !strings.Contains(all.Body, `<strong aria-current="true">200</strong>`) || !strings.Contains(first.Body, `>100</a>`) {
+		t.Error("the page sizes are not offered, or the current one is not marked")
+	}
 	if p := b.get("/console/files?per=7&workspace=" + ws); p.StatusCode != http.StatusBadRequest || !strings.Contains(p.Body, "50, 100 or 200") {
 		t.Errorf("per=7 = %d, want 400 saying the sizes", p.StatusCode)
 	}
