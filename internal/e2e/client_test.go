@@ -125,7 +125,8 @@ func TestClientWorkspaces(t *testing.T) {
 		}
 		slugs = append(slugs, ws.Slug)
 	}
-	if strings.Join(slugs, ",") != "research,a,b,c,d" {
+	// The default workspace was made with the key, before the others.
+	if strings.Join(slugs, ",") != "default,research,a,b,c,d" {
 		t.Errorf("walked %v, want every workspace oldest first", slugs)
 	}
 

@@ -1132,13 +1132,24 @@ func testWorkspaceDefault(t *testing.T, g *testGateway) {
 		t.Errorf("--workspace <id> gave workspace %s, want %v", got, team["id"])
 	}
 
-	// A user who made a workspace with slug "default" first gets that one as
-	// the default.
+	// A management key's user has the default from that key on: it may be
+	// renamed, and keys made later act in it.
 	const early = "early-default-user"
 	earlyMgmt := g.newKey(t, early, "--management")
-	_, own := wsMustCreate(t, g, earlyMgmt, `{"name":"My default","slug":"default"}`)
-	if got := wsOfNewKey(t, g, early); got != own["id"] {
-		t.Errorf("standard key's workspace = %s, want the user's own default %v", got, own["id"])
+	wsErrorEnvelope(t, createWS(t, g, earlyMgmt, `{"name":"My default","slug":"default"}`), http.StatusConflict, "")
+	renamed := patchWS(t, g, earlyMgmt, "default", `{"name":"My default"}`)
+	if renamed.status != http.StatusOK {
+		t.Fatalf("rename the default = %d %s", renamed.status, renamed.body)
+	}
+	own := getWS(t, g, earlyMgmt, "default")
+	var ownBody struct {
+		Data struct{ ID, Name string } `json:"data"`
+	}
+	if err := json.Unmarshal(own.body, &ownBody); err != nil || ownBody.Data.Name != "My default" {
+		t.Fatalf("GET default = %d %s", own.status, own.body)
+	}
+	if got := wsOfNewKey(t, g, early); got != ownBody.Data.ID {
+		t.Errorf("standard key's workspace = %s, want the user's renamed default %s", got, ownBody.Data.ID)
 	}
 
 	// Standard keys made at once for a new user agree on one default.
@@ -1264,13 +1275,12 @@ func wsList(t *testing.T, r wsReply) (slugs []string, total int) {
 
 func testWorkspaceList(t *testing.T, g *testGateway) {
 	mgmt := g.newKey(t, "list-user", "--management")
-	if slugs, total := wsList(t, listWS(t, g, mgmt, "")); len(slugs) != 0 || total != 0 {
-		t.Fatalf("a new user's list = %v (total %d), want empty", slugs, total)
+	// A new user's list holds the default workspace, made with the first
+	// key: every key acts in it, so no list is ever without it.
+	if slugs, total := wsList(t, listWS(t, g, mgmt, "")); !reflect.DeepEqual(slugs, []string{"default"}) || total != 1 {
+		t.Fatalf("a new user's list = %v (total %d), want [default]", slugs, total)
 	}
-	if r := listWS(t, g, mgmt, ""); string(r.body) != `{"data":[],"total_count":0}` {
-		t.Errorf("empty list body = %s", r.body)
-	}
-	var want []string
+	want := []string{"default"}
 	for i := range 5 {
 		slug := fmt.Sprintf("list-%d", i)
 		wsMustCreate(t, g, mgmt, wsBody(map[string]any{"name": "L", "slug": slug}))
@@ -1279,8 +1289,8 @@ func testWorkspaceList(t *testing.T, g *testGateway) {
 	other := g.newKey(t, "list-other-user", "--management")
 	wsMustCreate(t, g, other, `{"name":"Not yours","slug":"list-0"}`)
 
-	if slugs, total := wsList(t, listWS(t, g, mgmt, "")); !reflect.DeepEqual(slugs, want) || total != 5 {
-		t.Errorf("list = %v (total %d), want %v (total 5) in creation order", slugs, total, want)
+	if slugs, total := wsList(t, listWS(t, g, mgmt, "")); !reflect.DeepEqual(slugs, want) || total != 6 {
+		t.Errorf("list = %v (total %d), want %v (total 6) in creation order", slugs, total, want)
 	}
 	pages := []struct {
 		query string
@@ -1289,18 +1299,18 @@ func testWorkspaceList(t *testing.T, g *testGateway) {
 		{"limit=2", want[:2]},
 		{"offset=2&limit=2", want[2:4]},
 		{"offset=4&limit=2", want[4:]},
-		{"offset=5", []string{}},
+		{"offset=6", []string{}},
 		{"offset=1000&limit=100", []string{}},
 		{"limit=100&offset=0", want},
 	}
 	for _, p := range pages {
 		slugs, total := wsList(t, listWS(t, g, mgmt, p.query))
-		if !reflect.DeepEqual(slugs, p.want) || total != 5 {
-			t.Errorf("list?%s = %v (total %d), want %v (total 5)", p.query, slugs, total, p.want)
+		if !reflect.DeepEqual(slugs, p.want) || total != 6 {
+			t.Errorf("list?%s = %v (total %d), want %v (total 6)", p.query, slugs, total, p.want)
 		}
 	}
 	// What the list shows is what GET shows.
-	r := listWS(t, g, mgmt, "limit=1")
+	r := listWS(t, g, mgmt, "offset=1&limit=1")
 	var page struct {
 		Data []json.RawMessage `json:"data"`
 	}
@@ -1562,8 +1572,8 @@ func testWorkspaceDelete(t *testing.T, g *testGateway) {
 		apiError(t, err, http.StatusNotFound)
 	}
 	page, err := c.ListWorkspaces(ctx, 0, 50)
-	if err != nil || page.Total != 1 || len(page.Workspaces) != 1 || page.Workspaces[0].Slug != "kept" {
-		t.Errorf("list after delete = %+v, %v; want [kept]", page, err)
+	if err != nil || page.Total != 2 || len(page.Workspaces) != 2 || page.Workspaces[0].Slug != "default" || page.Workspaces[1].Slug != "kept" {
+		t.Errorf("list after delete = %+v, %v; want [default kept]", page, err)
 	}
 	again, err := c.CreateWorkspace(ctx, client.WorkspaceCreate{Name: "Doomed again", Slug: "doomed"})
 	if err != nil {
@@ -1637,8 +1647,8 @@ func testWorkspaceChangesAuth(t *testing.T, g *testGateway) {
 			wsErrorEnvelope(t, rq.send(""), http.StatusUnauthorized, "Missing Authentication header")
 			wsErrorEnvelope(t, rq.send(ordinary), http.StatusForbidden, "Only management keys can perform this operation")
 			if rq.name == "list" {
-				if slugs, _ := wsList(t, rq.send(stranger)); len(slugs) != 0 {
-					t.Errorf("a stranger's list shows %v", slugs)
+				if slugs, _ := wsList(t, rq.send(stranger)); !reflect.DeepEqual(slugs, []string{"default"}) {
+					t.Errorf("a stranger's list shows %v, want only their own default", slugs)
 				}
 				return
 			}
