@@ -143,6 +143,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /console/files", c.streamedAction(c.uploadFile))
 	m.HandleFunc("GET /console/files/{id}/content", c.page(c.downloadFile))
 	m.HandleFunc("POST /console/files/{id}/delete", c.action(c.deleteFile))
+	m.HandleFunc("POST /console/files/delete", c.action(c.deleteSelected))
 
 	m.HandleFunc("GET /console/budgets", c.page(c.budgets))
 	m.HandleFunc("POST /console/budgets", c.action(c.setBudget))

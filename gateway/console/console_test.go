@@ -42,6 +42,11 @@ func TestEveryAnswerCarriesTheSafetyHeaders(t *testing.T) {
 			t.Errorf("sign-in page contains %q", inline)
 		}
 	}
+	// It says where the key is kept: in the browser, sealed in the cookie
+	// (the server keeps no session).
+	if !strings.Contains(body, "kept in this browser") || strings.Contains(body, "stays on the server") {
+		t.Error("the sign-in page does not say the key is kept in the browser")
+	}
 }
 
 func TestAssetsAreFingerprintedAndCachedForLong(t *testing.T) {

@@ -125,7 +125,7 @@ func (c *Console) files(v *visit) error {
 		return err
 	}
 	d := filesData{Workspaces: choices, Workspace: ws, Shown: filesShown(len(page.Files)),
-		BulkAction: withQuery("/console/files", clone(here)), Here: hiddenFields(here)}
+		BulkAction: withQuery("/console/files/delete", clone(here)), Here: hiddenFields(here)}
 	d.Files, d.DownloadHint = fileRows(page.Files, here, v.me.Role == serviceRole)
 	d.Newest, d.Newer, d.Older = filePager(here, page, backward)
 	if d.Newest != "" || d.Older != "" || per != filesPerPage {
@@ -338,13 +338,7 @@ func clone(q url.Values) url.Values { return maps.Clone(q) }
 //
 // The script asks for JSON (Accept: application/json) and shows the
 // outcome itself; a plain form gets the usual redirect.
-//
-// The route also takes the bulk delete's confirmation, a urlencoded form
-// (see deleteSelected): only a multipart body is an upload.
 func (c *Console) uploadFile(v *visit) error {
-	if urlencodedForm(v.r) {
-		return c.deleteSelected(v)
-	}
 	ws := v.r.URL.Query().Get("workspace")
 	back := withQuery("/console/files", url.Values{"workspace": {ws}})
 	mr, err := v.r.MultipartReader()
@@ -489,17 +483,10 @@ func (c *Console) deleteFile(v *visit) error {
 // 128 bytes each, and the token.
 const maxBulkForm = 64 << 10
 
-// urlencodedForm reports whether r's body is a urlencoded form.
-func urlencodedForm(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return err == nil && mt == "application/x-www-form-urlencoded"
-}
-
 // deleteSelected deletes the files a bulk delete's confirmation names
 // (file=<id>, repeated) and goes back to the page it came from, saying how
-// many went. It shares its route with the streamed upload, whose handler
-// checks no token before it is called, so it checks the form's token
-// itself, as every state-changing form does.
+// many went. Its route is an action, which has checked the form's token
+// (the check here keeps the function safe wherever it is routed).
 //
 // Each file is one DELETE of the API, counted by the key's rate limit like
 // any other call. The first refusal (the rate limit's 429 among them)

@@ -258,7 +258,7 @@ func TestFilesBulkDeleteStoppedByTheRateLimit(t *testing.T) {
 	b := g.browser(t)
 	b.signIn(limited)
 	token := b.csrf("/console/files?workspace=" + ws)
-	p := b.post("/console/files?workspace="+ws, url.Values{"file": ids, "csrf": {token}})
+	p := b.post("/console/files/delete?workspace="+ws, url.Values{"file": ids, "csrf": {token}})
 	if p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("bulk delete = %d:\n%s", p.StatusCode, p.Body)
 	}

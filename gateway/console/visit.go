@@ -239,7 +239,10 @@ func details(meta map[string]any) string {
 	for _, name := range slices.Sorted(maps.Keys(meta)) {
 		switch v := meta[name].(type) {
 		case string, float64, bool:
-			if name != "rule" {
+			// rule, and a limit named by its class ("rate"), repeat
+			// what the message says; a limit in dollars (402) does not.
+			_, class := v.(string)
+			if name != "rule" && (name != "limit" || !class) {
 				parts = append(parts, fmt.Sprintf("%s: %v", strings.ReplaceAll(name, "_", " "), v))
 			}
 		}
