@@ -17,8 +17,10 @@ import (
 // firstRunTTL is how long the first-run link printed by serve works.
 const firstRunTTL = 10 * time.Minute
 
-// firstRunUser is the user of the management key made on first run.
-const firstRunUser = "admin"
+// FirstRunUser is the user of the management key made on first run: the
+// README's first steps make their keys for the same user, so what the
+// console shows and what the CLI made meet.
+const FirstRunUser = "admin"
 
 // buildConsole makes the console over api, when the configuration turns it
 // on. Its sessions are sealed with a key derived from the sealing key, so
@@ -49,7 +51,7 @@ func (a *App) buildConsole(ctx context.Context, api http.Handler, sealingKey []b
 				if exists, err := a.rt.store.AnyKey(ctx); err != nil || exists {
 					return "", cmp.Or(err, console.ErrFirstRunOver)
 				}
-				token, _, err := a.rt.CreateKey(ctx, keys.NewKeyRequest{Name: "first management key (console)", User: firstRunUser, Role: keys.RoleManagement})
+				token, _, err := a.rt.CreateKey(ctx, keys.NewKeyRequest{Name: "first management key (console)", User: FirstRunUser, Role: keys.RoleManagement})
 				return token, err
 			})
 		}
