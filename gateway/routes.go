@@ -234,6 +234,7 @@ func (a *API) router() *chi.Mux {
 				r.Get(apiPrefix+"/byok/{id}", a.keyed(a.getProviderKey))
 				r.Patch(apiPrefix+"/byok/{id}", a.keyed(a.updateProviderKey))
 				r.Delete(apiPrefix+"/byok/{id}", a.keyed(a.deleteProviderKey))
+				r.Get(apiPrefix+"/activity", a.keyed(a.activity))
 			})
 
 			// Uploads are limited by a class of their own (and by the upload

@@ -31,6 +31,8 @@ type SpendService interface {
 	ReportOne(ctx context.Context, caller *keys.APIKey, keyID string, read func(*spend.ReportForm)) (spend.Result, error)
 	KeyUsage(ctx context.Context, ids []string) (map[string]spend.Usage, error)
 	DailyUsage(ctx context.Context, caller *keys.APIKey, q spend.DailyQuery, lookup spend.WorkspaceLookup) ([]spend.DayUsage, error)
+	// Activity is what a user's keys spent on (GET /activity).
+	Activity(ctx context.Context, caller *keys.APIKey, q spend.ActivityQuery, lookup spend.WorkspaceLookup) ([]spend.ActivityRow, error)
 	Budgets(ctx context.Context, workspaceID string) (spend.BudgetView, error)
 	Budget(ctx context.Context, workspaceID string, iv spend.Interval) (spend.Budget, bool, error)
 	PutBudget(ctx context.Context, workspaceID string, iv spend.Interval, req spend.BudgetRequest) (spend.Budget, bool, bool, error)

@@ -1,9 +1,11 @@
 package sqlstore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,6 +28,7 @@ func TestUsageContract(t *testing.T) {
 		{"ReplayConflict", testUsageReplayConflict},
 		{"StandingsFeed", testUsageStandingsFeed},
 		{"Upgrade", testUsageUpgrade},
+		{"Activity", testUsageActivity},
 	}
 	for _, be := range []struct {
 		name string
@@ -389,5 +392,68 @@ func testUsageUpgrade(t *testing.T, b backend) {
 	ks, _, err := s2.Standings(ctx, w)
 	if err != nil || len(ks) != 1 || ks[0].Usage.Total != 1_000_000 || ks[0].Limit != limit {
 		t.Errorf("standings after the upgrade: %+v, %v", ks, err)
+	}
+}
+
+// testUsageActivity: what a user's keys spent on, per day, model, endpoint
+// and provider (and workspace), of one key, one workspace or all the
+// user's keys, within the days asked for.
+func testUsageActivity(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	mustUser(t, s, "bob")
+	team := mustWorkspace(t, s, "alice", "team")
+	lab := mustWorkspace(t, s, "alice", "lab")
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	day := spend.Day(at)
+	k1 := mustRoleKey(t, s, "alice", keys.RoleStandard, team.ID, at)
+	k2 := mustRoleKey(t, s, "alice", keys.RoleStandard, lab.ID, at)
+	kb := mustRoleKey(t, s, "bob", keys.RoleStandard, "", at)
+	n := 0
+	report := func(user string, k keys.APIKey, model string, cost int64, byok bool, when time.Time) recorded {
+		n++
+		return recorded{UserID: user, WorkspaceID: k.WorkspaceID, Report: spend.Report{ID: fmt.Sprintf("r%d", n), KeyID: k.ID,
+			Cost: money.Micros(cost), BYOK: byok, At: when, Model: model, Provider: "P", Endpoint: "e",
+			PromptTokens: 1, CompletionTokens: 2, ReasoningTokens: 3}}
+	}
+	if _, err := recordUsage(ctx, s, []recorded{
+		report("alice", k1, "a/m", 100, false, at),
+		report("alice", k1, "a/m", 50, true, at),
+		report("alice", k2, "a/m", 10, false, at),
+		report("alice", k2, "b/n", 7, false, at.AddDate(0, 0, -1)),
+		report("alice", k1, "a/m", 9, false, at.AddDate(0, 0, -3)), // before the days asked for
+		report("bob", kb, "a/m", 1000, false, at),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	row := func(d int64, model, ws string, cost, byok, requests int64) spend.ActivityRow {
+		return spend.ActivityRow{Day: d, Model: model, Endpoint: "e", Provider: "P", WorkspaceID: ws, Cost: money.Micros(cost),
+			BYOK: money.Micros(byok), Requests: requests, PromptTokens: requests, CompletionTokens: 2 * requests, ReasoningTokens: 3 * requests}
+	}
+	cases := []struct {
+		name  string
+		scope spend.DailyScope
+		byWS  bool
+		want  []spend.ActivityRow
+	}{
+		{"user", spend.DailyScope{UserID: "alice"}, false, []spend.ActivityRow{row(day, "a/m", "", 160, 50, 3), row(day-1, "b/n", "", 7, 0, 1)}},
+		{"user per workspace", spend.DailyScope{UserID: "alice"}, true,
+			[]spend.ActivityRow{row(day, "a/m", team.ID, 150, 50, 2), row(day, "a/m", lab.ID, 10, 0, 1), row(day-1, "b/n", lab.ID, 7, 0, 1)}},
+		{"key", spend.DailyScope{UserID: "alice", KeyID: k2.ID}, false, []spend.ActivityRow{row(day, "a/m", "", 10, 0, 1), row(day-1, "b/n", "", 7, 0, 1)}},
+		{"workspace", spend.DailyScope{UserID: "alice", WorkspaceID: team.ID}, false, []spend.ActivityRow{row(day, "a/m", "", 150, 50, 2)}},
+		{"other user", spend.DailyScope{UserID: "bob"}, false, []spend.ActivityRow{row(day, "a/m", "", 1000, 0, 1)}},
+	}
+	for _, c := range cases {
+		got, err := s.Activity(ctx, c.scope, day-2, day, c.byWS)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		slices.SortFunc(got, func(a, b spend.ActivityRow) int {
+			return cmp.Or(cmp.Compare(b.Day, a.Day), cmp.Compare(b.Cost, a.Cost))
+		})
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s:\n%+v\nwant\n%+v", c.name, got, c.want)
+		}
 	}
 }

@@ -43,6 +43,10 @@ type Store interface {
 	// to last (inclusive, as Day numbers them), in one query; days without
 	// usage may be left out.
 	DailyUsage(ctx context.Context, scope DailyScope, first, last int64) ([]DaySum, error)
+	// Activity sums scope's rollups from day first to last (inclusive)
+	// per day, model, endpoint and provider, and per workspace with
+	// byWorkspace, in any order.
+	Activity(ctx context.Context, scope DailyScope, first, last int64, byWorkspace bool) ([]ActivityRow, error)
 	// Standings returns every key with a limit and every budget, with
 	// their usage in the windows of w.
 	Standings(ctx context.Context, w Windows) ([]KeyStanding, []BudgetStanding, error)
