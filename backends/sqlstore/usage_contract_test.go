@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/spend"
@@ -29,6 +30,7 @@ func TestUsageContract(t *testing.T) {
 		{"StandingsFeed", testUsageStandingsFeed},
 		{"Upgrade", testUsageUpgrade},
 		{"Activity", testUsageActivity},
+		{"Retention", testUsageRetention},
 	}
 	for _, be := range []struct {
 		name string
@@ -362,7 +364,8 @@ func testUsageUpgrade(t *testing.T, b backend) {
 	}
 	if s.d.name == DriverPostgres {
 		old = append(old, `DROP FUNCTION usage_totals_key_changed CASCADE`, `DROP FUNCTION usage_totals_budget_changed CASCADE`,
-			`DROP FUNCTION usage_totals_workspace_changed CASCADE`, `DROP FUNCTION usage_totals_mark`)
+			`DROP FUNCTION usage_totals_workspace_changed CASCADE`, `DROP FUNCTION usage_totals_mark`,
+			`DROP INDEX usage_reports_received`)
 	}
 	for _, q := range old {
 		if _, err := s.w.ExecContext(ctx, q); err != nil {
@@ -455,5 +458,75 @@ func testUsageActivity(t *testing.T, b backend) {
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s:\n%+v\nwant\n%+v", c.name, got, c.want)
 		}
+	}
+}
+
+// testUsageRetention: raw reports are deleted once past their retention,
+// a bounded number a transaction, the rollups and totals staying whole;
+// the replay of a deleted report is refused by its at, never counted
+// twice.
+func testUsageRetention(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	clock := useClock(s)
+	mustUser(t, s, "alice")
+	k := mustRoleKey(t, s, "alice", keys.RoleStandard, "", time.Now())
+	now := time.Now().UTC()
+	old := now.Add(-spend.RawRetention - time.Hour)
+	clock.advance(old.Sub(clock.now()))
+	var first []spend.Report
+	for i := range 3 {
+		first = append(first, spend.Report{ID: fmt.Sprintf("old-%d", i), KeyID: k.ID, Cost: 100, At: old, AtGiven: true})
+	}
+	if _, err := s.RecordUsage(ctx, spend.Batch{UserID: "alice", Reports: first, Workspaces: map[string]string{k.ID: ""}}); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(now.Sub(clock.now()))
+	if _, err := s.RecordUsage(ctx, spend.Batch{UserID: "alice", Reports: []spend.Report{{ID: "new", KeyID: k.ID, Cost: 1, At: now}},
+		Workspaces: map[string]string{k.ID: ""}}); err != nil {
+		t.Fatal(err)
+	}
+	cutoff := now.Add(-spend.RawRetention)
+	if n, err := s.PruneReports(ctx, cutoff, 2); err != nil || n != 2 {
+		t.Fatalf("first batch: %d, %v; want 2 (the limit)", n, err)
+	}
+	if n, err := s.PruneReports(ctx, cutoff, 2); err != nil || n != 1 {
+		t.Fatalf("second batch: %d, %v; want the last old one", n, err)
+	}
+	if n, err := s.PruneReports(ctx, cutoff, 2); err != nil || n != 0 {
+		t.Fatalf("nothing left: %d, %v", n, err)
+	}
+	if got := count(t, s, `SELECT COUNT(*) FROM usage_reports`); got != 1 {
+		t.Errorf("%d raw reports left, want the new one", got)
+	}
+	usage := func() spend.Usage {
+		u, err := s.KeyUsage(ctx, []string{k.ID}, spend.WindowsAt(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u[k.ID]
+	}
+	if u := usage(); u.Total != 301 {
+		t.Errorf("usage after the prune: %+v, want all of it", u)
+	}
+	// The old report sent again, through the rules of the edge: refused by
+	// its time, and nothing counted.
+	svc := spend.NewService(s, nil, nil)
+	_, err := svc.ReportBatch(ctx, &keys.APIKey{UserID: "alice", Role: keys.RoleService}, func(f *spend.BatchForm) {
+		r := f.Next()
+		r.ID(first[0].ID)
+		r.Key(k.ID)
+		r.Cost(first[0].Cost)
+		r.At(first[0].At)
+	})
+	if fields := invalid.Fields(err); len(fields) != 1 || fields[0].Name != "reports[0].at" {
+		t.Errorf("the replay of a pruned report: %v, want refused by reports[0].at", err)
+	}
+	if u := usage(); u.Total != 301 {
+		t.Errorf("usage after the replay: %+v", u)
+	}
+	rows := rollupsOf(t, s, k.ID)
+	if len(rows) != 2 || rows[0].Requests != 3 || rows[0].Cost != 300 {
+		t.Errorf("rollups after the prune: %+v", rows)
 	}
 }

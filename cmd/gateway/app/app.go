@@ -323,6 +323,8 @@ func (a *App) startWorkers(bucket blob.Bucket, svc services) {
 		"reading key changes failed; revocations wait until it works again",
 		"reading key changes works again")}
 	a.background("revoker", revoker.Run)
+	// Raw usage reports go 36 days after they arrived; the rollups stay.
+	a.background("usage retention", (&spend.Retention{Store: st, Log: slogOf(log)}).Run)
 	// A replica decides nothing about spend before it knows the spend: the
 	// first view is read before the listener opens (bounded, so that a
 	// database that hangs does not hang the start), and until one is read
