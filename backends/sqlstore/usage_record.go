@@ -23,6 +23,12 @@ type usageSQL struct {
 	// at, model, provider_name, endpoint_id, prompt_tokens,
 	// completion_tokens, reasoning_tokens], in the array's order.
 	reportRows string
+	// plainRows is reportRows for reports that say nothing of what was
+	// served: the arrays end at at, the columns after it keep their
+	// defaults. Each value taken out of the JSON is a function call of the
+	// database's: six fewer a report made a batch of 1,000 a third faster
+	// on SQLite.
+	plainRows string
 	// inIDs is a subquery of the strings of the JSON array of the
 	// parameter its %s names.
 	inIDs string
@@ -46,6 +52,8 @@ var (
 		reportRows: `SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, $1,
 			value->>7, value->>8, value->>9, value->>10, value->>11, value->>12
 			FROM jsonb_each(CAST($2 AS TEXT)) WHERE true`,
+		plainRows: `SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, $1
+			FROM jsonb_each(CAST($2 AS TEXT)) WHERE true`,
 		inIDs: `SELECT value FROM json_each(CAST(%s AS TEXT))`,
 		rollupRows: `SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6,
 			value->>7, value->>8, value->>9, value->>10, value->>11
@@ -57,6 +65,9 @@ var (
 		reportRows: `SELECT r.e->>0, r.e->>1, r.e->>2, (r.e->>3)::uuid, (r.e->>4)::bigint, (r.e->>5)::boolean,
 			(r.e->>6)::timestamptz, $1::timestamptz, r.e->>7, r.e->>8, r.e->>9,
 			(r.e->>10)::bigint, (r.e->>11)::bigint, (r.e->>12)::bigint
+			FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
+		plainRows: `SELECT r.e->>0, r.e->>1, r.e->>2, (r.e->>3)::uuid, (r.e->>4)::bigint, (r.e->>5)::boolean,
+			(r.e->>6)::timestamptz, $1::timestamptz
 			FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
 		inIDs: `SELECT jsonb_array_elements_text(%s::jsonb)`,
 		rollupRows: `SELECT r.e->>0, (r.e->>1)::bigint, r.e->>2, r.e->>3, r.e->>4, (r.e->>5)::boolean,
@@ -111,9 +122,10 @@ func (s *Store) RecordUsageTotals(ctx context.Context, batch spend.Batch) (accep
 		sorted[i] = &batch.Reports[i]
 	}
 	slices.SortFunc(sorted, func(a, b *spend.Report) int { return strings.Compare(a.ID, b.ID) })
+	served := slices.ContainsFunc(batch.Reports, func(r spend.Report) bool { return r.Served() })
 	bp := reportBuffers.Get().(*[]byte)
 	defer reportBuffers.Put(bp)
-	rows, err := s.appendReportRows((*bp)[:0], batch, sorted)
+	rows, err := s.appendReportRows((*bp)[:0], batch, sorted, served)
 	*bp = rows
 	if err != nil {
 		return 0, touched, err
@@ -121,7 +133,7 @@ func (s *Store) RecordUsageTotals(ctx context.Context, batch spend.Batch) (accep
 	received := s.d.ts(micro(s.now()))
 	q := s.usageSQL()
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		fresh, err := insertReports(ctx, tx, q, received, rows, sorted)
+		fresh, err := insertReports(ctx, tx, q, received, rows, sorted, served)
 		if err != nil {
 			return err
 		}
@@ -145,11 +157,13 @@ func (s *Store) RecordUsageTotals(ctx context.Context, batch spend.Batch) (accep
 
 // insertReports inserts the reports of rows (sorted, as rows holds them)
 // that are not stored yet and returns those, in order.
-func insertReports(ctx context.Context, tx *sql.Tx, q *usageSQL, received any, rows []byte, sorted []*spend.Report) ([]*spend.Report, error) {
-	res, err := tx.QueryContext(ctx, `INSERT INTO usage_reports
-		(user_id, id, key_id, workspace_id, cost, byok, at, received_at,
-		 model, provider_name, endpoint_id, prompt_tokens, completion_tokens, reasoning_tokens) `+q.reportRows+`
-		ON CONFLICT (user_id, id) DO NOTHING RETURNING id`, received, rows)
+func insertReports(ctx context.Context, tx *sql.Tx, q *usageSQL, received any, rows []byte, sorted []*spend.Report, served bool) ([]*spend.Report, error) {
+	query := `INSERT INTO usage_reports (user_id, id, key_id, workspace_id, cost, byok, at, received_at) ` + q.plainRows
+	if served {
+		query = `INSERT INTO usage_reports (user_id, id, key_id, workspace_id, cost, byok, at, received_at,
+			model, provider_name, endpoint_id, prompt_tokens, completion_tokens, reasoning_tokens) ` + q.reportRows
+	}
+	res, err := tx.QueryContext(ctx, query+` ON CONFLICT (user_id, id) DO NOTHING RETURNING id`, received, rows)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: record usage: %w", err)
 	}
@@ -246,10 +260,10 @@ func compareRaw(s string, b []byte) int {
 var reportBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // appendReportRows appends reports, of batch, as the JSON array
-// usageSQL.reportRows reads, in order. Identifiers must be valid UTF-8, as
+// usageSQL.reportRows reads (plainRows without served), in order. Identifiers must be valid UTF-8, as
 // PostgreSQL's TEXT requires; report ids are printable ASCII by then, and
 // the names of what was served were checked valid by the domain.
-func (s *Store) appendReportRows(b []byte, batch spend.Batch, reports []*spend.Report) ([]byte, error) {
+func (s *Store) appendReportRows(b []byte, batch spend.Batch, reports []*spend.Report, served bool) ([]byte, error) {
 	if !utf8.ValidString(batch.UserID) {
 		return b, invalidf("usage reports of user %q: identifiers must be UTF-8", batch.UserID)
 	}
@@ -277,7 +291,9 @@ func (s *Store) appendReportRows(b []byte, batch spend.Batch, reports []*spend.R
 		b = strconv.AppendBool(b, r.BYOK)
 		b = append(b, ',')
 		b = s.d.appendTS(b, micro(r.At))
-		b = appendServed(b, r.Model, r.Provider, r.Endpoint, r.PromptTokens, r.CompletionTokens, r.ReasoningTokens)
+		if served {
+			b = appendServed(b, r.Model, r.Provider, r.Endpoint, r.PromptTokens, r.CompletionTokens, r.ReasoningTokens)
+		}
 		b = append(b, ']')
 	}
 	return append(b, ']'), nil

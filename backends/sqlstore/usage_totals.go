@@ -117,24 +117,41 @@ func (s *Store) addToTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, worksp
 	if err := readTotals(ctx, tx, q, ids, s.d.forUpdate, touched); err != nil {
 		return touched, err
 	}
+	// A batch is mostly a few keys' reports of one day: summed per key,
+	// day and BYOK first, the totals take a few additions, not two a
+	// report.
+	type part struct {
+		id          string
+		isWorkspace bool
+		day         int64
+		byok        bool
+	}
+	sums := map[part]money.Micros{}
 	for _, r := range reports {
-		if !addTo(touched.Keys, r.KeyID, r) {
+		p := part{id: r.KeyID, day: spend.Day(r.At), byok: r.BYOK}
+		var ok bool
+		if sums[p], ok = sums[p].Add(r.Cost); !ok {
 			return touched, errUsageOverflow()
 		}
-		if ws := workspaces[r.KeyID]; ws != "" && !addTo(touched.Workspaces, ws, r) {
+		if ws := workspaces[r.KeyID]; ws != "" {
+			p.id, p.isWorkspace = ws, true
+			if sums[p], ok = sums[p].Add(r.Cost); !ok {
+				return touched, errUsageOverflow()
+			}
+		}
+	}
+	for p, cost := range sums {
+		m := touched.Keys
+		if p.isWorkspace {
+			m = touched.Workspaces
+		}
+		t := m[p.id]
+		if !t.Add(p.day, cost, p.byok) {
 			return touched, errUsageOverflow()
 		}
+		m[p.id] = t
 	}
 	return touched, s.writeTotals(ctx, tx, q, scopes, touched)
-}
-
-func addTo(m map[string]spend.Totals, id string, r *spend.Report) bool {
-	t := m[id]
-	if !t.Add(spend.Day(r.At), r.Cost, r.BYOK) {
-		return false
-	}
-	m[id] = t
-	return true
 }
 
 // ensureTotals makes the rows of scopes that have none, in order.

@@ -52,6 +52,11 @@ type Report struct {
 	PromptTokens, CompletionTokens, ReasoningTokens int64
 }
 
+// Served reports whether r says anything of what was served.
+func (r *Report) Served() bool {
+	return r.Model != "" || r.Provider != "" || r.Endpoint != "" || r.PromptTokens != 0 || r.CompletionTokens != 0 || r.ReasoningTokens != 0
+}
+
 // SameContent reports whether r, received again, is the report stored:
 // a byte-identical replay, a duplicate. Anything else under its id is a
 // reporter's bug (ReplayConflictError).
