@@ -97,31 +97,41 @@ func (c *Console) budgets(v *visit) error {
 		}
 		keys = append(keys, k)
 	}
+	d.Budgets = budgetBars(budgets, keys, includeBYOK)
+	d.KeyLimits = keyLimitBars(keys)
+	return v.show("budgets", "Budgets", "budgets", d)
+}
+
+// budgetBars is each budget of a workspace with what keys, the
+// workspace's, spent in its current window.
+func budgetBars(budgets []client.Budget, keys []client.Key, includeBYOK bool) []budgetBar {
+	var bars []budgetBar
 	for _, b := range budgets {
-		interval := "lifetime"
-		if b.ResetInterval != nil {
-			interval = *b.ResetInterval
-		}
+		interval := cmp.Or(deref(b.ResetInterval), "lifetime")
 		bar := budgetBar{Interval: interval, Limit: b.LimitUSD}
 		for _, k := range keys {
 			bar.Spent += spentIn(k, interval, includeBYOK)
 		}
-		d.Budgets = append(d.Budgets, bar)
+		bars = append(bars, bar)
 	}
+	return bars
+}
+
+// keyLimitBars is the spending limit of each key of keys that has one,
+// with its use in the current window.
+func keyLimitBars(keys []client.Key) []keyBar {
+	var bars []keyBar
 	for _, k := range keys {
 		if k.Limit == nil {
 			continue
 		}
-		bar := keyBar{Name: k.Name, Label: k.Label, Limit: *k.Limit, Reset: "lifetime", IncludeBYOK: k.IncludeBYOKInLimit}
-		if k.LimitReset != nil {
-			bar.Reset = *k.LimitReset
-		}
+		bar := keyBar{Name: k.Name, Label: k.Label, Limit: *k.Limit, Reset: cmp.Or(deref(k.LimitReset), "lifetime"), IncludeBYOK: k.IncludeBYOKInLimit}
 		if k.LimitRemaining != nil {
 			bar.Spent = max(*k.Limit-*k.LimitRemaining, 0)
 		}
-		d.KeyLimits = append(d.KeyLimits, bar)
+		bars = append(bars, bar)
 	}
-	return v.show("budgets", "Budgets", "budgets", d)
+	return bars
 }
 
 func (c *Console) setBudget(v *visit) error {

@@ -99,6 +99,7 @@ func newDayChart(id, title string, days []client.DayUsage) *dayChart {
 		return c
 	}
 	slot := float64(plotRight-plotLeft) / float64(n)
+	step := labelStep(n)
 	today := time.Now().UTC().Format(time.DateOnly)
 	for i, d := range days {
 		day := chartDay{Date: d.Date, Usage: d.Usage, BYOK: min(d.BYOKUsage, d.Usage), Today: d.Date == today}
@@ -106,11 +107,11 @@ func newDayChart(id, title string, days []client.DayUsage) *dayChart {
 		if t, err := time.Parse(time.DateOnly, d.Date); err == nil {
 			day.Label = t.Format("Jan 2")
 		}
-		// A label every 7 days, counted back from the last so that the
+		// A label every step days, counted back from the last so that the
 		// most recent day is always named; none so near the left edge
 		// that half of it would be cut off.
-		day.ShowLabel = (n-1-i)%7 == 0 && slot*(float64(i)+0.5) >= labelClear
-		day.NearEnd = i == n-8
+		day.ShowLabel = (n-1-i)%step == 0 && slot*(float64(i)+0.5) >= labelClear
+		day.NearEnd = i == n-1-step
 		day.X = round2(plotLeft + slot*float64(i) + slot*0.15)
 		day.W = round2(slot * 0.7)
 		day.LabelX, day.LabelAnchor = round2(plotLeft+slot*float64(i)+slot/2), "middle"
@@ -143,6 +144,16 @@ func newDayChart(id, title string, days []client.DayUsage) *dayChart {
 			days[peak].Date + ": " + usd(top) + "; today: " + usd(days[n-1].Usage) + ". These figures include BYOK spend."
 	}
 	return c
+}
+
+// labelStep is how many days apart the dates under the bars are: a week
+// up to 30 days, three weeks for 90 (at 360 px a week of 90 bars is
+// narrower than a date), every other day for a week.
+func labelStep(days int) int {
+	if days <= 7 {
+		return 2
+	}
+	return 7 * ((days + chartDays - 1) / chartDays)
 }
 
 // niceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten, so the
@@ -182,12 +193,16 @@ func round1(v float64) float64 { return math.Round(v*10) / 10 }
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
-// chartOf reads the last chartDays days of q and draws them. A refusal of
+// chartOf reads the last days of q and draws them. A refusal of
 // the API that still lets the rest of the page show (402: the key is over
 // its limit; 403) is returned as a sentence instead of the chart; anything
 // else is the page's error.
+//
+// q.Days is the span, chartDays when zero.
 func (v *visit) chartOf(id, title string, q client.DailyQuery) (*dayChart, string, error) {
-	q.Days = chartDays
+	if q.Days == 0 {
+		q.Days = chartDays
+	}
 	days, err := v.api.DailyUsage(v.ctx(), q)
 	var e *client.Error
 	switch {

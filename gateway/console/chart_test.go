@@ -121,3 +121,12 @@ func TestDayChartMarkup(t *testing.T) {
 		t.Errorf("%d bars, want 30", n)
 	}
 }
+
+// The dates under the bars stay apart at 360 px whatever the span.
+func TestLabelStep(t *testing.T) {
+	for days, want := range map[int]int{7: 2, 30: 7, 90: 21} {
+		if got := labelStep(days); got != want {
+			t.Errorf("labelStep(%d) = %d, want %d", days, got, want)
+		}
+	}
+}
