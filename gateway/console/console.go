@@ -1,5 +1,5 @@
 // Package console is the gateway's console in the browser, served under
-// /console/: workspaces, keys, budgets, provider keys, files and models,
+// /console/: workspaces, keys, spend, budgets, provider keys, files and models,
 // for the people who own them.
 //
 // It is built on the public HTTP API only. Every page calls the API in
@@ -138,6 +138,8 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /console/keys", c.page(c.keys))
 	m.HandleFunc("POST /console/keys", c.action(c.createKey))
 	m.HandleFunc("POST /console/keys/{hash}/{change}", c.action(c.changeKey))
+	m.HandleFunc("GET /console/keys/{hash}/activity", c.page(c.keyActivity))
+	m.HandleFunc("GET /console/keys/{hash}/activity.csv", c.page(c.keyActivityCSV))
 
 	m.HandleFunc("GET /console/files", c.page(c.files))
 	m.HandleFunc("POST /console/files", c.streamedAction(c.uploadFile))
@@ -157,6 +159,8 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /console/models/{author}/{slug}", c.page(c.model))
 
 	m.HandleFunc("GET /console/usage", c.page(c.usage))
+	m.HandleFunc("GET /console/spend", c.page(c.spend))
+	m.HandleFunc("GET /console/spend.csv", c.page(c.spendCSV))
 	m.HandleFunc("/console/", c.notFound)
 	c.mux = m
 }
