@@ -26,12 +26,8 @@ type dialect struct {
 	migrationsTable string
 	// ts encodes a time as a column value (already truncated to µs, UTC).
 	ts func(time.Time) any
-	// reportRows is the SELECT of usage_reports rows out of two arguments:
-	// received_at, then (as bytes) a JSON array of [user_id, id, key_id, workspace_id,
-	// cost, byok, at] arrays (at written by appendTS), in the array's order.
-	reportRows string
-	// appendTS appends a time (truncated to µs, UTC) as reportRows reads
-	// it from JSON.
+	// appendTS appends a time (truncated to µs, UTC) as the usage
+	// statements (usage_record.go) read it from JSON.
 	appendTS func([]byte, time.Time) []byte
 	// violation says which kind of constraint err broke, if any, from the
 	// driver's error codes.

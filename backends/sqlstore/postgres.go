@@ -43,9 +43,6 @@ var postgresDialect = dialect{
 		applied_at TIMESTAMPTZ NOT NULL
 	)`,
 	ts: func(t time.Time) any { return t },
-	reportRows: `SELECT r.e->>0, r.e->>1, r.e->>2, (r.e->>3)::uuid, (r.e->>4)::bigint, (r.e->>5)::boolean,
-			(r.e->>6)::timestamptz, $1::timestamptz
-		FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
 	appendTS: func(b []byte, t time.Time) []byte {
 		b = append(b, '"')
 		b = t.AppendFormat(b, "2006-01-02T15:04:05.999999Z07:00")

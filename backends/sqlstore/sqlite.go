@@ -30,13 +30,7 @@ var sqliteDialect = dialect{
 		name       TEXT    NOT NULL,
 		applied_at INTEGER NOT NULL
 	) STRICT`,
-	ts: func(t time.Time) any { return t.UnixMicro() },
-	// The rows arrive as bytes, a BLOB, which SQLite would read as its
-	// binary JSONB: the CAST makes them the text they are. "WHERE true"
-	// tells SQLite's parser that the ON CONFLICT which follows belongs to
-	// the INSERT, not to a join.
-	reportRows: `SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, ?
-		FROM jsonb_each(CAST(? AS TEXT)) WHERE true`,
+	ts:          func(t time.Time) any { return t.UnixMicro() },
 	appendTS:    func(b []byte, t time.Time) []byte { return strconv.AppendInt(b, t.UnixMicro(), 10) },
 	violation:   sqliteViolation,
 	unavailable: sqliteUnavailable,

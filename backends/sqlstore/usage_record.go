@@ -48,6 +48,10 @@ type usageSQL struct {
 }
 
 var (
+	// On SQLite the rows arrive as bytes, a BLOB, which SQLite would read
+	// as its binary JSONB: the CAST makes them the text they are. "WHERE
+	// true" tells SQLite's parser that an ON CONFLICT which follows belongs
+	// to the INSERT, not to a join.
 	sqliteUsage = usageSQL{
 		reportRows: `SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, $1,
 			value->>7, value->>8, value->>9, value->>10, value->>11, value->>12
