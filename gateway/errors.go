@@ -45,6 +45,7 @@ const (
 	msgReadOnlyKey        = "Service keys can only look up models and read files"
 	msgManagedByCLI       = "Manage this key with the CLI"
 	msgServiceOnly        = "Only service keys can report usage"
+	msgOwnUserOnly        = "A key can read only its own user's activity"
 	msgKeyLimit           = "Key limit exceeded"
 	msgContentMissing     = "File content is missing: its record is kept, its bytes are gone"
 	msgBudget             = "Workspace budget exceeded"
@@ -81,6 +82,7 @@ var errorTable = []errorKind{
 	{keys.ErrReadOnlyKey, http.StatusForbidden, msgReadOnlyKey},
 	{keys.ErrManagedByCLI, http.StatusForbidden, msgManagedByCLI},
 	{spend.ErrNotServiceKey, http.StatusForbidden, msgServiceOnly},
+	{spend.ErrOtherUser, http.StatusForbidden, msgOwnUserOnly},
 	{spend.ErrKeyLimit, http.StatusPaymentRequired, msgKeyLimit},
 	{spend.ErrBudget, http.StatusPaymentRequired, msgBudget},
 	{spend.ErrNoBudget, http.StatusNotFound, msgNotFound},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,7 +129,7 @@ func TestActivity(t *testing.T) {
 				apiError(t, err, http.StatusBadRequest)
 			}
 			res, body := g.do(t, "GET", "/api/v1/activity?user_id=bob", "", nil, http.Header{"Authorization": {"Bearer " + g.newKey(t, "alice", "--management")}})
-			if res.StatusCode != http.StatusForbidden {
+			if res.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "only its own user's activity") {
 				t.Errorf("another user_id: %d %s", res.StatusCode, body)
 			}
 			var ce *client.Error

@@ -3,6 +3,7 @@ package spend
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -40,14 +41,21 @@ type ActivityRow struct {
 	ReasoningTokens                int64
 }
 
+// ErrOtherUser refuses a management key the activity of another user
+// (user_id): its own is all it may read.
+var ErrOtherUser = fmt.Errorf("%w: another user's activity", keys.ErrForbidden)
+
 // Activity returns what caller's user spent on (GET /activity): a
 // management key's call, for its own user (another user_id: forbidden), of
 // all its keys, one key or one workspace (another user's: not found, as
 // ResolveScope answers). Rows come newest day first, then by cost, most
 // first, then by model.
 func (s *Service) Activity(ctx context.Context, caller *keys.APIKey, q ActivityQuery, lookup WorkspaceLookup) ([]ActivityRow, error) {
-	if caller.Role != keys.RoleManagement || (q.UserID != "" && q.UserID != caller.UserID) {
+	if caller.Role != keys.RoleManagement {
 		return nil, keys.ErrForbidden
+	}
+	if q.UserID != "" && q.UserID != caller.UserID {
+		return nil, ErrOtherUser
 	}
 	if q.KeyID != "" && q.Workspace != "" {
 		return nil, &QueryError{"api_key_hash", "give api_key_hash or workspace_id, not both"}

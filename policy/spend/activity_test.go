@@ -66,7 +66,7 @@ func TestActivity(t *testing.T) {
 		want   error
 	}{
 		"standard key":        {&keys.APIKey{ID: ownKey, UserID: "u1", Role: keys.RoleStandard}, ActivityQuery{}, keys.ErrForbidden},
-		"another user_id":     {mgmt, ActivityQuery{UserID: "u2"}, keys.ErrForbidden},
+		"another user_id":     {mgmt, ActivityQuery{UserID: "u2"}, ErrOtherUser},
 		"today":               {mgmt, ActivityQuery{Date: now.Truncate(24 * time.Hour)}, ErrInvalidQuery},
 		"31 days ago":         {mgmt, ActivityQuery{Date: now.AddDate(0, 0, -31)}, ErrInvalidQuery},
 		"another user's key":  {mgmt, ActivityQuery{KeyID: theirKey}, keys.ErrKeyNotFound},
