@@ -125,3 +125,21 @@ func TestSweeperNeedsAMinimumUploadRate(t *testing.T) {
 		t.Fatalf("with the sweeper off: %v", err)
 	}
 }
+
+// TestParseDurationsAsBareNumbers: 0 is a duration like 0s, as the
+// README's "0 turns it off" promises, and any other bare number is refused
+// for its missing unit, never taken as nanoseconds.
+func TestParseDurationsAsBareNumbers(t *testing.T) {
+	cfg, err := Parse([]byte("sweeper:\n  interval: 0\nserver:\n  drain_delay: 0\n"), noEnv)
+	if err != nil {
+		t.Fatalf("interval: 0 = %v", err)
+	}
+	if cfg.Sweeper.Interval != 0 || cfg.Server.DrainDelay != 0 {
+		t.Errorf("interval %v, drain_delay %v; want 0", cfg.Sweeper.Interval, cfg.Server.DrainDelay)
+	}
+	_, err = Parse([]byte("sweeper:\n  interval: 5\n"), noEnv)
+	var ce *Error
+	if !errors.As(err, &ce) || !strings.Contains(ce.Error(), "sweeper.interval:") {
+		t.Errorf("interval: 5 = %v, want refused by its path", err)
+	}
+}

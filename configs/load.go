@@ -65,6 +65,8 @@ func Parse(data []byte, getenv func(string) string) (Config, error) {
 	return cfg, cfg.Validate()
 }
 
+var durationType = reflect.TypeOf(time.Duration(0))
+
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // walk expands ${VAR} in scalars, records the path of every line and reports
@@ -80,6 +82,14 @@ func walk(n *yaml.Node, t reflect.Type, path string, lines map[int]string, probl
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
+		// A duration written as a bare number: yaml.v3 refuses every
+		// integer for a time.Duration, "0" included, which the README
+		// offers for switching things off. As a string it goes through
+		// time.ParseDuration like any other duration: 0 is zero, and 5
+		// is refused for its missing unit rather than taken as 5 ns.
+		if t == durationType && n.Tag == "!!int" {
+			n.Tag = "!!str"
+		}
 		if n.Tag == "!!str" || strings.Contains(n.Value, "${") {
 			n.Value = envRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
 				name := ref[2 : len(ref)-1]
