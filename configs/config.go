@@ -106,10 +106,15 @@ type Metadata struct {
 // in-process limits, correct only for a single replica.
 type Redis struct {
 	URL string `yaml:"url"` // redis:// or rediss://
-	// Addrs lists cluster seed nodes; when set, a cluster client is used.
-	Addrs    []string `yaml:"addrs"`
-	Username string   `yaml:"username"`
-	Password string   `yaml:"password"`
+	// Addrs lists cluster seed nodes; when set, a cluster client is used,
+	// or, with MasterName, the Sentinels that know the master.
+	Addrs []string `yaml:"addrs"`
+	// MasterName is the name of the master the Sentinels in Addrs
+	// monitor: set, the client asks them where the master is and follows
+	// its failovers.
+	MasterName string `yaml:"master_name"`
+	Username   string `yaml:"username"`
+	Password   string `yaml:"password"`
 	// Timeout bounds every Redis call; past it the limiter falls back to
 	// local limits rather than make a request wait.
 	Timeout time.Duration `yaml:"timeout"`

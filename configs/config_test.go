@@ -143,3 +143,20 @@ func TestParseDurationsAsBareNumbers(t *testing.T) {
 		t.Errorf("interval: 5 = %v, want refused by its path", err)
 	}
 }
+
+// TestParseSentinel: the Sentinels are reached by their addresses and the
+// master's name; a name without addresses is refused by its path.
+func TestParseSentinel(t *testing.T) {
+	cfg, err := Parse([]byte("redis:\n  addrs: [\"10.0.0.1:26379\", \"10.0.0.2:26379\"]\n  master_name: gw\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Redis.MasterName != "gw" || len(cfg.Redis.Addrs) != 2 || !cfg.Redis.Enabled() {
+		t.Errorf("redis = %+v", cfg.Redis)
+	}
+	_, err = Parse([]byte("redis:\n  master_name: gw\n"), noEnv)
+	var ce *Error
+	if !errors.As(err, &ce) || !strings.Contains(ce.Error(), "redis.master_name: needs redis.addrs") {
+		t.Errorf("master_name alone = %v, want refused by its path", err)
+	}
+}

@@ -211,6 +211,9 @@ func (c *Config) Validate() error {
 			p.add("redis.addrs", "set either redis.url or redis.addrs, not both")
 		}
 	}
+	if c.Redis.MasterName != "" && len(c.Redis.Addrs) == 0 {
+		p.add("redis.master_name", "needs redis.addrs: the Sentinels' addresses")
+	}
 	for i, a := range c.Redis.Addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			p.add(fmt.Sprintf("redis.addrs[%d]", i), "want host:port, got %q", a)

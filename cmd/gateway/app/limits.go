@@ -32,10 +32,7 @@ func openLimits(cfg configs.Config, log *zap.Logger, reg prometheus.Registerer, 
 	)
 	if cfg.Redis.Enabled() {
 		redislimit.LogToDebug(log.Named("redis"))
-		client, err := redislimit.NewClient(redislimit.ClientOptions{
-			URL: cfg.Redis.URL, Addrs: cfg.Redis.Addrs, Username: cfg.Redis.Username, Password: cfg.Redis.Password,
-			Timeout: cfg.Redis.Timeout,
-		})
+		client, err := redislimit.NewClient(redisClientOptions(cfg.Redis))
 		if err != nil {
 			return limitSet{}, nil, fmt.Errorf("redis: %w", err)
 		}
@@ -97,4 +94,13 @@ func limitOf(r configs.Rate) limits.Limit {
 // spent at once and refills over the period.
 func byteBudget(b configs.ByteBudget) limits.Limit {
 	return limits.Limit{Rate: int(b.Bytes), Per: b.Per, Burst: int(b.Bytes)}
+}
+
+// redisClientOptions says how to reach the configured Redis: one server by
+// URL, a Cluster by its seed nodes, or a master through its Sentinels.
+func redisClientOptions(r configs.Redis) redislimit.ClientOptions {
+	return redislimit.ClientOptions{
+		URL: r.URL, Addrs: r.Addrs, MasterName: r.MasterName,
+		Username: r.Username, Password: r.Password, Timeout: r.Timeout,
+	}
 }

@@ -43,15 +43,16 @@ type redisServer struct {
 	bin  string
 	dir  string
 	port int
+	args []string // more arguments of redis-server (a replica's --replicaof)
 	cmd  *exec.Cmd
 }
 
 // startRedisServer starts redis-server from GATEWAY_TEST_REDIS_SERVER on a
 // free loopback port, in a temporary directory, without persistence.
-func startRedisServer(t testing.TB) *redisServer {
+func startRedisServer(t testing.TB, args ...string) *redisServer {
 	t.Helper()
 	bin := testenv.Require(t, testenv.RedisServerVar)
-	s := &redisServer{t: t, bin: bin, dir: t.TempDir(), port: freePort(t)}
+	s := &redisServer{t: t, bin: bin, dir: t.TempDir(), port: freePort(t), args: args}
 	s.start()
 	t.Cleanup(s.kill)
 	return s
@@ -62,8 +63,9 @@ func (s *redisServer) URL() string  { return "redis://" + s.Addr() + "/0" }
 
 func (s *redisServer) start() {
 	s.t.Helper()
-	cmd := exec.Command(s.bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(s.port),
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--daemonize", "no")
+	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port),
+		"--save", "", "--appendonly", "no", "--dir", s.dir, "--daemonize", "no"}, s.args...)
+	cmd := exec.Command(s.bin, args...)
 	log, err := os.Create(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", time.Now().UnixNano())))
 	if err != nil {
 		s.t.Fatal(err)
