@@ -77,6 +77,12 @@ type Failover struct {
 	probeInt time.Duration
 	onChange func(bool)
 	m        failoverMetrics
+	// reloadTopology asks a Cluster client to read its slot map again
+	// (nil for a single server or Sentinel). go-redis reloads it on MOVED
+	// or ASK, and otherwise lazily: a master that died answers neither,
+	// so without a reload its slots are dialled at the dead address until
+	// the map is read again, long after a replica took them over.
+	reloadTopology func()
 
 	degraded atomic.Bool
 	mu       sync.Mutex // serialises state changes and Close
@@ -109,18 +115,23 @@ func NewFailover(client goredis.UniversalClient, opts FailoverOptions) (*Failove
 	if err != nil {
 		return nil, err
 	}
+	var reload func()
+	if cc, ok := client.(*goredis.ClusterClient); ok {
+		reload = func() { cc.ReloadState(context.Background()) }
+	}
 	return &Failover{
-		redis:    NewLimiter(client, opts.KeyPrefix+"rl:"),
-		leases:   NewInFlight(client, opts.KeyPrefix+"if:"),
-		local:    limits.NewLocalLimiter(limits.LocalOptions{MaxKeys: opts.LocalMaxKeys}),
-		localIF:  limits.NewLocalInFlight(),
-		log:      opts.Logger,
-		replicas: opts.ReplicasHint,
-		timeout:  opts.Timeout,
-		probeInt: opts.ProbeInterval,
-		onChange: opts.OnStateChange,
-		m:        m,
-		stop:     make(chan struct{}),
+		reloadTopology: reload,
+		redis:          NewLimiter(client, opts.KeyPrefix+"rl:"),
+		leases:         NewInFlight(client, opts.KeyPrefix+"if:"),
+		local:          limits.NewLocalLimiter(limits.LocalOptions{MaxKeys: opts.LocalMaxKeys}),
+		localIF:        limits.NewLocalInFlight(),
+		log:            opts.Logger,
+		replicas:       opts.ReplicasHint,
+		timeout:        opts.Timeout,
+		probeInt:       opts.ProbeInterval,
+		onChange:       opts.OnStateChange,
+		m:              m,
+		stop:           make(chan struct{}),
 	}, nil
 }
 
@@ -265,6 +276,9 @@ func (f *Failover) failed(ctx context.Context, err error) {
 		return
 	}
 	f.degraded.Store(true)
+	if f.reloadTopology != nil {
+		f.reloadTopology()
+	}
 	f.m.fallbacks.Inc()
 	f.m.degraded.Set(1)
 	f.log.Warn("redis unavailable: rate limits and upload leases fall back to local per-replica limits",
@@ -294,6 +308,11 @@ func (f *Failover) probe() {
 		case <-f.stop:
 			return
 		case <-t.C:
+		}
+		// A failover moves slots without telling anyone: read the map
+		// again on every probe (go-redis runs one reload at a time).
+		if f.reloadTopology != nil {
+			f.reloadTopology()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 		_, err := f.redis.Allow(ctx, probeKey, probeLimit, 1)

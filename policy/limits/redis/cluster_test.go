@@ -1,0 +1,185 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/aigateway/gateway/internal/testenv"
+	"github.com/aigateway/gateway/policy/limits"
+)
+
+// TestClusterFollowsTheFailover: when a Cluster master dies, the limiter's
+// decisions for keys of its slots land on the replica promoted in its
+// place within seconds of the promotion, where go-redis, left to itself,
+// kept dialling the dead address until its next periodic reload of the
+// slot map.
+func TestClusterFollowsTheFailover(t *testing.T) {
+	nodes := startCluster(t, 3)
+	victim := nodes[0]
+
+	const timeout = 200 * time.Millisecond
+	client, err := NewClient(ClientOptions{Addrs: []string{nodes[1].Addr()}, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	h := newFailoverHarness(t, client, FailoverOptions{ReplicasHint: 2, Timeout: timeout, ProbeInterval: 50 * time.Millisecond})
+	ctx := context.Background()
+	// A decision stays stored for an hour: long enough to be looked for.
+	lookups := limits.Limit{Rate: 1, Per: time.Hour, Burst: 1000}
+
+	// Keys whose slots the victim serves.
+	slots := masterSlots(t, client, victim.Addr())
+	var keys []string
+	for i := 0; len(keys) < 50; i++ {
+		key := fmt.Sprintf("cluster-%d", i)
+		slot, err := client.ClusterKeySlot(ctx, DefaultKeyPrefix+"rl:"+key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slots(slot) {
+			keys = append(keys, key)
+		}
+	}
+	// stored reports whether the decision on key is in the cluster, asked
+	// of a client that reads the slot map afresh.
+	stored := func(key string) bool {
+		fresh := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{nodes[1].Addr()}, MaxRetries: -1})
+		defer fresh.Close()
+		return fresh.Exists(ctx, DefaultKeyPrefix+"rl:"+key).Val() == 1
+	}
+	if d, err := h.f.Allow(ctx, keys[0], lookups, 1); err != nil || !d.Allowed || !stored(keys[0]) {
+		t.Fatalf("before the failover: Allow = %+v, %v; stored %v", d, err, stored(keys[0]))
+	}
+
+	killed := time.Now()
+	victim.kill()
+	promoted := time.Time{}
+	for i := 1; ; i++ {
+		if time.Since(killed) > 30*time.Second {
+			t.Fatalf("no decision on the dead master's slots stored within 30 s (promoted after %v)", promoted.Sub(killed))
+		}
+		if promoted.IsZero() && victimSlotsServed(ctx, nodes[1:], slots) {
+			promoted = time.Now()
+		}
+		key := keys[i%len(keys)]
+		if d, err := h.f.Allow(ctx, key, lookups, 1); err != nil || !d.Allowed {
+			t.Fatalf("Allow = %+v, %v", d, err)
+		}
+		if !promoted.IsZero() && !h.f.Degraded() && stored(key) {
+			t.Logf("replica promoted %v after the kill; decisions shared again %v after the promotion",
+				promoted.Sub(killed).Round(time.Millisecond), time.Since(promoted).Round(time.Millisecond))
+			if after := time.Since(promoted); after > 5*time.Second {
+				t.Errorf("decisions shared again %v after the promotion, want within seconds", after)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // pacing the requests, bounded by the deadline above
+	}
+}
+
+// masterSlots returns a test of whether a slot is served by the master at
+// addr.
+func masterSlots(t *testing.T, client goredis.UniversalClient, addr string) func(int64) bool {
+	t.Helper()
+	ranges, err := client.(*goredis.ClusterClient).ClusterSlots(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []goredis.ClusterSlot
+	for _, r := range ranges {
+		if len(r.Nodes) > 0 && r.Nodes[0].Addr == addr {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) == 0 {
+		t.Fatalf("%s serves no slots: %+v", addr, ranges)
+	}
+	return func(slot int64) bool {
+		return slices.ContainsFunc(mine, func(r goredis.ClusterSlot) bool { return int64(r.Start) <= slot && slot <= int64(r.End) })
+	}
+}
+
+// victimSlotsServed reports whether a living node now says a master
+// other than the dead one serves the first of its slots.
+func victimSlotsServed(ctx context.Context, living []*redisServer, slots func(int64) bool) bool {
+	for _, n := range living {
+		c := goredis.NewClient(&goredis.Options{Addr: n.Addr(), MaxRetries: -1})
+		ranges, err := c.ClusterSlots(ctx).Result()
+		c.Close()
+		if err != nil {
+			continue
+		}
+		for _, r := range ranges {
+			if slots(int64(r.Start)) && len(r.Nodes) > 0 && slices.ContainsFunc(living, func(l *redisServer) bool { return l.Addr() == r.Nodes[0].Addr }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// startCluster starts a Redis Cluster of masters masters, each with one
+// replica, from GATEWAY_TEST_REDIS_SERVER (and the redis-cli beside it),
+// and returns its nodes, masters first, once every slot is served.
+func startCluster(t *testing.T, masters int) []*redisServer {
+	t.Helper()
+	bin := testenv.Require(t, testenv.RedisServerVar)
+	cli := filepath.Join(filepath.Dir(bin), "redis-cli")
+	if _, err := os.Stat(cli); err != nil {
+		t.Fatalf("redis-cli beside %s: %v", bin, err)
+	}
+	nodes := make([]*redisServer, 2*masters)
+	addrs := make([]string, len(nodes))
+	for i := range nodes {
+		nodes[i] = startRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0")
+		addrs[i] = nodes[i].Addr()
+	}
+	// --cluster create makes the first masters addresses masters and the
+	// rest their replicas.
+	out, err := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...),
+		"--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, n := range nodes {
+		c := goredis.NewClient(&goredis.Options{Addr: n.Addr(), MaxRetries: -1})
+		for {
+			info, err := c.ClusterInfo(context.Background()).Result()
+			role, _ := c.Do(context.Background(), "ROLE").Slice()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && replicaInSync(role) {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.Close()
+				t.Fatalf("cluster node %s not ready: %q, %v", n.Addr(), info, err)
+			}
+			time.Sleep(20 * time.Millisecond) // polling child processes, bounded by the deadline
+		}
+		c.Close()
+	}
+	return nodes
+}
+
+// replicaInSync reports whether a ROLE answer is a master's, or a
+// replica's that is connected to its master.
+func replicaInSync(role []any) bool {
+	if len(role) == 0 {
+		return false
+	}
+	if role[0] == "master" {
+		return true
+	}
+	return len(role) >= 4 && role[0] == "slave" && role[3] == "connected"
+}
