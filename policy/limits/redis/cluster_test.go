@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -50,6 +51,15 @@ func TestClusterFollowsTheFailover(t *testing.T) {
 			keys = append(keys, key)
 		}
 	}
+	// The probe of a failed call goes to that call's slot, whatever the
+	// key's hash tag.
+	for _, at := range []string{DefaultKeyPrefix + "rl:" + keys[0], "gw:if:{ws-1}:uploads"} {
+		want := client.ClusterKeySlot(ctx, at).Val()
+		if got := client.ClusterKeySlot(ctx, DefaultKeyPrefix+"rl:"+probeKeyAt(at)).Val(); got != want {
+			t.Errorf("probe of %q in slot %d, the key's is %d", at, got, want)
+		}
+	}
+
 	// stored reports whether the decision on key is in the cluster, asked
 	// of a client that reads the slot map afresh.
 	stored := func(key string) bool {
@@ -131,7 +141,7 @@ func victimSlotsServed(ctx context.Context, living []*redisServer, slots func(in
 // startCluster starts a Redis Cluster of masters masters, each with one
 // replica, from GATEWAY_TEST_REDIS_SERVER (and the redis-cli beside it),
 // and returns its nodes, masters first, once every slot is served.
-func startCluster(t *testing.T, masters int) []*redisServer {
+func startCluster(t *testing.T, masters int, args ...string) []*redisServer {
 	t.Helper()
 	bin := testenv.Require(t, testenv.RedisServerVar)
 	cli := filepath.Join(filepath.Dir(bin), "redis-cli")
@@ -141,8 +151,8 @@ func startCluster(t *testing.T, masters int) []*redisServer {
 	nodes := make([]*redisServer, 2*masters)
 	addrs := make([]string, len(nodes))
 	for i := range nodes {
-		nodes[i] = startRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0")
+		nodes[i] = startRedisServer(t, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0"}, args...)...)
 		addrs[i] = nodes[i].Addr()
 	}
 	// --cluster create makes the first masters addresses masters and the
@@ -182,4 +192,76 @@ func replicaInSync(role []any) bool {
 		return true
 	}
 	return len(role) >= 4 && role[0] == "slave" && role[3] == "connected"
+}
+
+// TestClusterShardOutageDoesNotFlip: with one shard down (master and
+// replica) in a Cluster that serves the slots it still covers, the limiter
+// goes local once and stays so until that shard answers, where it flipped
+// between Redis and local limits on every probe: a probe on a fixed key
+// found its healthy shard and switched back, and the next call on the dead
+// shard failed again.
+func TestClusterShardOutageDoesNotFlip(t *testing.T) {
+	nodes := startCluster(t, 3, "--cluster-require-full-coverage", "no")
+	victim := nodes[0]
+
+	const timeout = 200 * time.Millisecond
+	client, err := NewClient(ClientOptions{Addrs: []string{nodes[1].Addr()}, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	h := newFailoverHarness(t, client, FailoverOptions{ReplicasHint: 2, Timeout: timeout, ProbeInterval: 50 * time.Millisecond})
+	ctx := context.Background()
+	lookups := limits.Limit{Rate: 1000, Per: time.Second, Burst: 1000}
+
+	// One key on the dead shard and one on each live shard.
+	slots := masterSlots(t, client, victim.Addr())
+	var dead string
+	var live []string
+	for i := 0; dead == "" || len(live) < 4; i++ {
+		key := fmt.Sprintf("shard-%d", i)
+		if slots(client.ClusterKeySlot(ctx, DefaultKeyPrefix+"rl:"+key).Val()) {
+			dead = cmp.Or(dead, key)
+		} else {
+			live = append(live, key)
+		}
+	}
+	for _, n := range nodes {
+		if n == victim || replicaOf(t, n) == victim.port {
+			n.kill()
+		}
+	}
+
+	// Calls on every shard for 2 s, 40 probe intervals.
+	end := time.Now().Add(2 * time.Second)
+	for i := 0; time.Now().Before(end); i++ {
+		key := dead
+		if i%5 != 0 {
+			key = live[i%len(live)]
+		}
+		if d, err := h.f.Allow(ctx, key, lookups, 1); err != nil || !d.Allowed {
+			t.Fatalf("Allow = %+v, %v", d, err)
+		}
+		time.Sleep(5 * time.Millisecond) // pacing the calls over the window
+	}
+	if down, up := h.changes(); down != 1 || up != 0 || !h.f.Degraded() {
+		t.Errorf("during a shard's outage the limiter went local %d times and back %d times (degraded now %v), want once and not back",
+			down, up, h.f.Degraded())
+	}
+}
+
+// replicaOf returns the port of the master node n replicates, or 0.
+func replicaOf(t *testing.T, n *redisServer) int {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: n.Addr(), MaxRetries: -1})
+	defer c.Close()
+	role, err := c.Do(context.Background(), "ROLE").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(role) < 3 || role[0] != "slave" {
+		return 0
+	}
+	port, _ := role[2].(int64)
+	return int(port)
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,6 +87,7 @@ type Failover struct {
 
 	degraded atomic.Bool
 	mu       sync.Mutex // serialises state changes and Close
+	probeAt  string     // the Redis key of the call that failed last (under mu)
 	closed   bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -167,7 +169,7 @@ func (f *Failover) Allow(ctx context.Context, key string, l limits.Limit, cost i
 			f.m.count(backendRedis, d)
 			return d, nil
 		}
-		f.failed(ctx, err)
+		f.failed(ctx, err, f.redis.prefix+key)
 	}
 	d, err := f.local.Allow(ctx, key, f.localLimit(l, cost), cost)
 	if err == nil {
@@ -192,7 +194,7 @@ func (f *Failover) AllowAll(ctx context.Context, checks []limits.Check) ([]limit
 			}
 			return ds, nil
 		}
-		f.failed(ctx, err)
+		f.failed(ctx, err, f.redis.prefix+checks[0].Key)
 	}
 	local := make([]limits.Check, len(checks))
 	for i, c := range checks {
@@ -227,7 +229,7 @@ func (i failoverInFlight) Acquire(ctx context.Context, key string, max int, ttl 
 			f.m.countLease(backendRedis, ok)
 			return release, ok, nil
 		}
-		f.failed(ctx, err)
+		f.failed(ctx, err, f.leases.prefix+key)
 	}
 	share := max / f.replicas
 	if share < 1 {
@@ -263,9 +265,18 @@ func (f *Failover) localLimit(l limits.Limit, cost int64) limits.Limit {
 	return limits.Limit{Rate: l.Rate, Per: per, Burst: int(burst)}
 }
 
-// failed records a Redis failure and switches to local decisions. A caller
-// that gave up (its context ended) says nothing about Redis.
-func (f *Failover) failed(ctx context.Context, err error) {
+// failed records a Redis failure of the call on the Redis key failedKey
+// and switches to local decisions. A caller that gave up (its context
+// ended) says nothing about Redis.
+//
+// The probe then asks where the call failed: in a Cluster, one shard may
+// be down while the others serve, and a probe on a fixed key (whose slot
+// may sit on a healthy shard) would switch back at once, only for the next
+// call on the dead shard to fail again: the limiter flipped between Redis
+// and local limits every probe, each key moving between its shared bucket
+// and a fresh local one. Probing failedKey's own slot keeps it local until
+// that shard answers.
+func (f *Failover) failed(ctx context.Context, err error, failedKey string) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -276,6 +287,7 @@ func (f *Failover) failed(ctx context.Context, err error) {
 		return
 	}
 	f.degraded.Store(true)
+	f.probeAt = failedKey
 	if f.reloadTopology != nil {
 		f.reloadTopology()
 	}
@@ -297,10 +309,30 @@ func (f *Failover) failed(ctx context.Context, err error) {
 // (read-only replica, out of memory) stays degraded.
 const probeKey = "_probe"
 
+// probeKeyAt is a probe key in the Cluster slot of the Redis key at: its
+// hash tag is what decides at's slot (at's own tag, else at itself), so
+// the probe goes where the failed call went without touching the call's
+// own bucket. (A key with a "}" outside a tag would need its slot
+// computed; limit keys have none.)
+func probeKeyAt(at string) string {
+	if at == "" {
+		return probeKey
+	}
+	if i := strings.IndexByte(at, '{'); i >= 0 {
+		if j := strings.IndexByte(at[i+1:], '}'); j > 0 {
+			at = at[i+1 : i+1+j]
+		}
+	}
+	return probeKey + "{" + at + "}"
+}
+
 var probeLimit = limits.Limit{Rate: 1 << 30, Per: time.Second, Burst: 1 << 30}
 
 func (f *Failover) probe() {
 	defer f.wg.Done()
+	f.mu.Lock()
+	key := probeKeyAt(f.probeAt)
+	f.mu.Unlock()
 	t := time.NewTicker(f.probeInt)
 	defer t.Stop()
 	for {
@@ -315,7 +347,7 @@ func (f *Failover) probe() {
 			f.reloadTopology()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
-		_, err := f.redis.Allow(ctx, probeKey, probeLimit, 1)
+		_, err := f.redis.Allow(ctx, key, probeLimit, 1)
 		cancel()
 		if err == nil {
 			f.recovered()
