@@ -115,6 +115,12 @@ type Redis struct {
 	MasterName string `yaml:"master_name"`
 	Username   string `yaml:"username"`
 	Password   string `yaml:"password"`
+	// SentinelUsername and SentinelPassword authenticate to the Sentinels
+	// themselves (Sentinel's requirepass or ACL user).
+	SentinelUsername string `yaml:"sentinel_username"`
+	SentinelPassword string `yaml:"sentinel_password"`
+	// TLS secures every connection to Redis, whatever the topology.
+	TLS RedisTLS `yaml:"tls"`
 	// Timeout bounds every Redis call; past it the limiter falls back to
 	// local limits rather than make a request wait.
 	Timeout time.Duration `yaml:"timeout"`
@@ -122,6 +128,16 @@ type Redis struct {
 	// allows limit/replicas while Redis is unreachable.
 	ReplicasHint int    `yaml:"replicas_hint"`
 	KeyPrefix    string `yaml:"key_prefix"`
+}
+
+// RedisTLS says how to trust Redis's certificates and, optionally, which
+// certificate the gateway shows. A rediss:// URL turns TLS on by itself.
+type RedisTLS struct {
+	Enabled    bool   `yaml:"enabled"`
+	CAFile     string `yaml:"ca_file"`     // PEM bundle; empty: the system's authorities
+	ServerName string `yaml:"server_name"` // the name in the servers' certificates, when not the host dialled
+	CertFile   string `yaml:"cert_file"`   // the gateway's own certificate and key, both or neither
+	KeyFile    string `yaml:"key_file"`
 }
 
 // Enabled reports whether a Redis server is configured.

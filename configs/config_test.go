@@ -160,3 +160,28 @@ func TestParseSentinel(t *testing.T) {
 		t.Errorf("master_name alone = %v, want refused by its path", err)
 	}
 }
+
+// TestParseRedisTLS: the tls block applies once enabled (or with a
+// rediss:// URL), and a certificate goes with its key.
+func TestParseRedisTLS(t *testing.T) {
+	cfg, err := Parse([]byte("redis:\n  addrs: [\"n1:6379\"]\n  sentinel_password: sp\n  tls: {enabled: true, ca_file: ca.pem, cert_file: c.pem, key_file: k.pem}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Redis.TLS.Enabled || cfg.Redis.TLS.CAFile != "ca.pem" || cfg.Redis.SentinelPassword != "sp" {
+		t.Errorf("redis = %+v", cfg.Redis)
+	}
+	for file, want := range map[string]string{
+		"redis:\n  addrs: [\"n1:6379\"]\n  tls: {enabled: true, cert_file: c.pem}\n": "redis.tls: cert_file and key_file go together",
+		"redis:\n  addrs: [\"n1:6379\"]\n  tls: {ca_file: ca.pem}\n":                 "redis.tls.enabled: must be true",
+	} {
+		_, err := Parse([]byte(file), noEnv)
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.Contains(ce.Error(), want) {
+			t.Errorf("%q = %v, want %q", file, err, want)
+		}
+	}
+	if _, err := Parse([]byte("redis:\n  url: rediss://h:6380/0\n  tls: {ca_file: ca.pem}\n"), noEnv); err != nil {
+		t.Errorf("a rediss:// URL with a CA file: %v", err)
+	}
+}

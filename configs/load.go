@@ -211,6 +211,12 @@ func (c *Config) Validate() error {
 			p.add("redis.addrs", "set either redis.url or redis.addrs, not both")
 		}
 	}
+	if t := c.Redis.TLS; (t.CertFile == "") != (t.KeyFile == "") {
+		p.add("redis.tls", "cert_file and key_file go together")
+	}
+	if t := c.Redis.TLS; !t.Enabled && (t.CAFile != "" || t.ServerName != "" || t.CertFile != "") && !strings.HasPrefix(c.Redis.URL, "rediss://") {
+		p.add("redis.tls.enabled", "must be true for the other tls settings to apply")
+	}
 	if c.Redis.MasterName != "" && len(c.Redis.Addrs) == 0 {
 		p.add("redis.master_name", "needs redis.addrs: the Sentinels' addresses")
 	}

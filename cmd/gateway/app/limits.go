@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/files"
@@ -99,8 +100,14 @@ func byteBudget(b configs.ByteBudget) limits.Limit {
 // redisClientOptions says how to reach the configured Redis: one server by
 // URL, a Cluster by its seed nodes, or a master through its Sentinels.
 func redisClientOptions(r configs.Redis) redislimit.ClientOptions {
-	return redislimit.ClientOptions{
+	o := redislimit.ClientOptions{
 		URL: r.URL, Addrs: r.Addrs, MasterName: r.MasterName,
-		Username: r.Username, Password: r.Password, Timeout: r.Timeout,
+		Username: r.Username, Password: r.Password,
+		SentinelUsername: r.SentinelUsername, SentinelPassword: r.SentinelPassword,
+		Timeout: r.Timeout,
 	}
+	if r.TLS.Enabled || strings.HasPrefix(r.URL, "rediss://") {
+		o.TLS = &redislimit.TLSOptions{CAFile: r.TLS.CAFile, ServerName: r.TLS.ServerName, CertFile: r.TLS.CertFile, KeyFile: r.TLS.KeyFile}
+	}
+	return o
 }

@@ -3,9 +3,11 @@ package redis
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -36,8 +38,14 @@ type ClientOptions struct {
 	// out of committed files: pass them from the environment).
 	Username string
 	Password string
-	// TLS enables TLS for Addrs (a rediss:// URL enables it by itself).
-	TLS bool
+	// SentinelUsername and SentinelPassword authenticate to the
+	// Sentinels themselves, which may have credentials of their own.
+	SentinelUsername string
+	SentinelPassword string
+	// TLS, when set, secures every connection: to a single server (a
+	// rediss:// URL turns TLS on by itself), to every Cluster node, to
+	// the Sentinels and to the master they name.
+	TLS *TLSOptions
 
 	// Timeout bounds each dial, read and write (default
 	// DefaultTimeout). Keep it small: a request waits at most this long
@@ -51,6 +59,48 @@ type ClientOptions struct {
 	// PoolTimeout bounds the wait for a free connection when all are busy
 	// (default Timeout).
 	PoolTimeout time.Duration
+}
+
+// TLSOptions say how to trust Redis and, optionally, how to prove who
+// the gateway is (managed Redis with in-transit encryption, or a server's
+// tls-auth-clients).
+type TLSOptions struct {
+	// CAFile is a PEM bundle of the authorities that sign the servers'
+	// certificates; empty: the system's.
+	CAFile string
+	// ServerName is the name to expect in the servers' certificates when
+	// it is not the host dialled (Cluster nodes announce addresses).
+	ServerName string
+	// CertFile and KeyFile are the gateway's own certificate and key,
+	// both or neither.
+	CertFile, KeyFile string
+}
+
+// config builds the tls.Config of o; errors name the file, never its
+// contents.
+func (o *TLSOptions) config() (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.ServerName}
+	if o.CAFile != "" {
+		pem, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tls ca_file: %v", ErrInvalidConfig, err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: tls ca_file %s: no PEM certificate in it", ErrInvalidConfig, o.CAFile)
+		}
+	}
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return nil, fmt.Errorf("%w: tls cert_file and key_file go together", ErrInvalidConfig)
+	}
+	if o.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tls cert_file/key_file: %v", ErrInvalidConfig, err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
 }
 
 // NewClient returns a client tuned for rate limiting: tight timeouts
@@ -71,18 +121,25 @@ func NewClient(o ClientOptions) (goredis.UniversalClient, error) {
 	if o.PoolTimeout <= 0 {
 		o.PoolTimeout = o.Timeout
 	}
+	var tlsConfig *tls.Config
+	if o.TLS != nil {
+		var err error
+		if tlsConfig, err = o.TLS.config(); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case o.URL != "" && len(o.Addrs) > 0:
 		return nil, fmt.Errorf("%w: set either url or addrs, not both", ErrInvalidConfig)
 	case o.URL != "":
-		return newSingleClient(o)
+		return newSingleClient(o, tlsConfig)
 	case len(o.Addrs) > 0:
-		return newMultiClient(o), nil
+		return newMultiClient(o, tlsConfig), nil
 	}
 	return nil, fmt.Errorf("%w: neither url nor addrs is set", ErrInvalidConfig)
 }
 
-func newSingleClient(o ClientOptions) (goredis.UniversalClient, error) {
+func newSingleClient(o ClientOptions, tlsConfig *tls.Config) (goredis.UniversalClient, error) {
 	// url.Parse errors quote the whole URL, password included: report only
 	// the cause.
 	u, err := url.Parse(o.URL)
@@ -108,6 +165,12 @@ func newSingleClient(o ClientOptions) (goredis.UniversalClient, error) {
 	if o.Password != "" {
 		opts.Password = o.Password
 	}
+	if tlsConfig != nil {
+		if tlsConfig.ServerName == "" && opts.TLSConfig != nil {
+			tlsConfig.ServerName = opts.TLSConfig.ServerName // the URL's host
+		}
+		opts.TLSConfig = tlsConfig
+	}
 	opts.DialTimeout = o.DialTimeout
 	opts.ReadTimeout = o.Timeout
 	opts.WriteTimeout = o.Timeout
@@ -123,13 +186,16 @@ func newSingleClient(o ClientOptions) (goredis.UniversalClient, error) {
 	return goredis.NewClient(opts), nil
 }
 
-func newMultiClient(o ClientOptions) goredis.UniversalClient {
+func newMultiClient(o ClientOptions, tlsConfig *tls.Config) goredis.UniversalClient {
 	uo := &goredis.UniversalOptions{
 		Addrs:                 o.Addrs,
 		MasterName:            o.MasterName,
 		IsClusterMode:         o.MasterName == "",
 		Username:              o.Username,
 		Password:              o.Password,
+		SentinelUsername:      o.SentinelUsername,
+		SentinelPassword:      o.SentinelPassword,
+		TLSConfig:             tlsConfig,
 		DialTimeout:           o.DialTimeout,
 		ReadTimeout:           o.Timeout,
 		WriteTimeout:          o.Timeout,
@@ -142,9 +208,6 @@ func newMultiClient(o ClientOptions) goredis.UniversalClient {
 		MaintNotificationsConfig: &maintnotifications.Config{
 			Mode: maintnotifications.ModeDisabled,
 		},
-	}
-	if o.TLS {
-		uo.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	return goredis.NewUniversalClient(uo)
 }
