@@ -43,6 +43,7 @@ type options struct {
 	models     int
 	reports    int
 	parallel   int
+	plain      bool
 	day        time.Time
 }
 
@@ -85,6 +86,7 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.models, "models", 5, "models the reports are spread over")
 	fs.IntVar(&o.reports, "reports", 1_000_000, "reports, a multiple of 1,000")
 	fs.IntVar(&o.parallel, "parallel", 2, "batches in flight at once")
+	fs.BoolVar(&o.plain, "plain", false, "reports say nothing of what was served (id, key, cost, byok, at only), as gateways before the richer reports take them")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -174,6 +176,10 @@ func appendBatch(b []byte, o options, hashes []string, n int) []byte {
 		b = strconv.AppendBool(b, i%3 == 0)
 		b = append(b, `,"at":"`...)
 		b = at.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
+		if o.plain {
+			b = append(b, `"}`...)
+			continue
+		}
 		b = append(b, `","model":"bench/model-`...)
 		b = strconv.AppendInt(b, int64(model), 10)
 		b = append(b, `","provider_name":"Provider `...)
