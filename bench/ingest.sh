@@ -55,6 +55,10 @@ med() { awk -v n="$2" -v c="$3" '$1 == n {print $c}' "$work/$1.out" | median; }
 printf '%-18s %12s %12s %7s   %10s %10s %7s\n' run 'base rep/s' 'head rep/s' ratio 'base p99x' 'head p99x' ratio
 for name in sqlite postgres sqlite/paced-20k postgres/paced-20k; do
   br=$(med base "$name" 2) hr=$(med head "$name" 2) bp=$(med base "$name" 3) hp=$(med head "$name" 3)
-  printf '%-18s %12.0f %12.0f %7s   %10.2f %10.2f %7s\n' "$name" "$br" "$hr" "$(ratio "$hr" "$br")" "$bp" "$hp" "$(ratio "$hp" "$bp")"
+  if [ "$br" = 0 ]; then # a paced run's rate is its pace's: reports/s are not reported
+    printf '%-18s %12s %12s %7s   %10.2f %10.2f %7s\n' "$name" - - - "$bp" "$hp" "$(ratio "$hp" "$bp")"
+  else
+    printf '%-18s %12.0f %12.0f %7s   %10.2f %10.2f %7s\n' "$name" "$br" "$hr" "$(ratio "$hr" "$br")" "$bp" "$hp" "$(ratio "$hp" "$bp")"
+  fi
 done
 echo "(p99x: the lookups' p99 during the ingest over their p99 in the idle windows of the same run)"
