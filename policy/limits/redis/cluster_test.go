@@ -27,13 +27,7 @@ func TestClusterFollowsTheFailover(t *testing.T) {
 	nodes := startCluster(t, 3)
 	victim := nodes[0]
 
-	const timeout = 200 * time.Millisecond
-	client, err := NewClient(ClientOptions{Addrs: []string{nodes[1].Addr()}, Timeout: timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	h := newFailoverHarness(t, client, FailoverOptions{ReplicasHint: 2, Timeout: timeout, ProbeInterval: 50 * time.Millisecond})
+	client, h := clusterLimiter(t, nodes[1])
 	ctx := context.Background()
 	// A decision stays stored for an hour: long enough to be looked for.
 	lookups := limits.Limit{Rate: 1, Per: time.Hour, Burst: 1000}
@@ -95,6 +89,19 @@ func TestClusterFollowsTheFailover(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // pacing the requests, bounded by the deadline above
 	}
+}
+
+// clusterLimiter returns a Cluster client seeded with seed, closed at the
+// end of the test, and a failover limiter over it that probes often.
+func clusterLimiter(t *testing.T, seed *redisServer) (goredis.UniversalClient, *failoverHarness) {
+	t.Helper()
+	const timeout = 200 * time.Millisecond
+	client, err := NewClient(ClientOptions{Addrs: []string{seed.Addr()}, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client, newFailoverHarness(t, client, FailoverOptions{ReplicasHint: 2, Timeout: timeout, ProbeInterval: 50 * time.Millisecond})
 }
 
 // masterSlots returns a test of whether a slot is served by the master at
@@ -204,13 +211,7 @@ func TestClusterShardOutageDoesNotFlip(t *testing.T) {
 	nodes := startCluster(t, 3, "--cluster-require-full-coverage", "no")
 	victim := nodes[0]
 
-	const timeout = 200 * time.Millisecond
-	client, err := NewClient(ClientOptions{Addrs: []string{nodes[1].Addr()}, Timeout: timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	h := newFailoverHarness(t, client, FailoverOptions{ReplicasHint: 2, Timeout: timeout, ProbeInterval: 50 * time.Millisecond})
+	client, h := clusterLimiter(t, nodes[1])
 	ctx := context.Background()
 	lookups := limits.Limit{Rate: 1000, Per: time.Second, Burst: 1000}
 
