@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -265,4 +267,117 @@ func replicaOf(t *testing.T, n *redisServer) int {
 	}
 	port, _ := role[2].(int64)
 	return int(port)
+}
+
+// TestClusterReshardUnderLoad: while slots move between masters (redis-cli
+// --cluster reshard, MIGRATE key by key), decisions on keys of those slots
+// follow ASK and MOVED to wherever the key is: none fails, and every key
+// is charged exactly once per decision, on the master that holds it
+// afterwards.
+func TestClusterReshardUnderLoad(t *testing.T) {
+	nodes := startCluster(t, 3)
+	from, to := nodes[0], nodes[1]
+	client, err := NewClient(ClientOptions{Addrs: []string{to.Addr()}, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	const prefix = "reshard:"
+	l := NewLimiter(client, prefix)
+	daily := limits.Limit{Rate: 1, Per: 24 * time.Hour, Burst: 1 << 20}
+
+	// Keys in the first slots of the source, which the reshard moves
+	// first; each charged once so that there are keys to migrate.
+	const moved = 300
+	var keys []string
+	for i := 0; len(keys) < 64; i++ {
+		key := fmt.Sprintf("k%d", i)
+		if slot := client.ClusterKeySlot(ctx, prefix+key).Val(); slot < moved {
+			keys = append(keys, key)
+		}
+	}
+	if first := masterSlots(t, client, from.Addr()); !first(0) || !first(moved-1) {
+		t.Fatalf("%s does not serve slots 0-%d", from.Addr(), moved-1)
+	}
+	charged := make([]atomic.Int64, len(keys))
+	for i, k := range keys {
+		if _, err := l.Allow(ctx, k, daily, 1); err != nil {
+			t.Fatal(err)
+		}
+		charged[i].Add(1)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var calls, failures atomic.Int64
+	var firstErr atomic.Value
+	fail := func(err error) {
+		failures.Add(1)
+		firstErr.CompareAndSwap(nil, err.Error())
+	}
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				a, b := i%len(keys), (i*7+3)%len(keys)
+				calls.Add(1)
+				if w%2 == 0 || a == b {
+					if _, err := l.Allow(ctx, keys[a], daily, 1); err != nil {
+						fail(err)
+						continue
+					}
+					charged[a].Add(1)
+					continue
+				}
+				checks := []limits.Check{{Key: keys[a], Limit: daily, Cost: 1}, {Key: keys[b], Limit: daily, Cost: 1}}
+				if _, err := l.AllowAll(ctx, checks); err != nil {
+					fail(err)
+					continue
+				}
+				charged[a].Add(1)
+				charged[b].Add(1)
+			}
+		}()
+	}
+	id := func(n *redisServer) string {
+		c := goredis.NewClient(&goredis.Options{Addr: n.Addr(), MaxRetries: -1})
+		defer c.Close()
+		return c.Do(ctx, "CLUSTER", "MYID").Val().(string)
+	}
+	cli := filepath.Join(filepath.Dir(testenv.Require(t, testenv.RedisServerVar)), "redis-cli")
+	start := time.Now()
+	out, err := exec.Command(cli, "--cluster", "reshard", to.Addr(), "--cluster-from", id(from), "--cluster-to", id(to),
+		"--cluster-slots", fmt.Sprint(moved), "--cluster-yes").CombinedOutput()
+	took := time.Since(start)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster reshard: %v\n%s", err, out)
+	}
+	t.Logf("%d slots moved in %v under %d decisions, %d failed", moved, took.Round(time.Millisecond), calls.Load(), failures.Load())
+	if n := failures.Load(); n > 0 {
+		t.Errorf("%d of %d decisions failed during the reshard; first: %v", n, calls.Load(), firstErr.Load())
+	}
+	direct := goredis.NewClient(&goredis.Options{Addr: to.Addr(), MaxRetries: -1})
+	defer direct.Close()
+	for i, k := range keys {
+		if direct.Exists(ctx, prefix+k).Val() != 1 {
+			t.Errorf("%s is not on the master its slot moved to", k)
+			continue
+		}
+		d, err := NewLimiter(direct, prefix).Allow(ctx, k, daily, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := daily.Burst - int(charged[i].Load()); d.Remaining != want {
+			t.Errorf("%s: %d remain after %d decisions, want %d", k, d.Remaining, charged[i].Load(), want)
+		}
+	}
 }

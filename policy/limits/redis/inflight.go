@@ -23,7 +23,7 @@ const DefaultInFlightKeyPrefix = "gw:if:"
 //
 // acquireScript: ARGV id, max, ttl_ms, [now_ms]. Drops expired leases,
 // then adds id if fewer than max remain. Returns 1 when added, 0 when full.
-var acquireScript = goredis.NewScript(`
+var acquireScript = newScript(`
 if redis.replicate_commands then redis.replicate_commands() end
 local now
 if ARGV[4] ~= nil and ARGV[4] ~= '' then
@@ -45,7 +45,7 @@ return 1
 // renewScript: ARGV id, ttl_ms, [now_ms]. Extends a live lease to now+ttl.
 // Returns 1, or 0 when the lease is gone (expired or released): a lost
 // lease is not re-added, since its slot may have been given away.
-var renewScript = goredis.NewScript(`
+var renewScript = newScript(`
 if redis.replicate_commands then redis.replicate_commands() end
 local now
 if ARGV[3] ~= nil and ARGV[3] ~= '' then
@@ -106,7 +106,7 @@ func (r *InFlight) Acquire(ctx context.Context, key string, max int, ttl time.Du
 	id := uuid.NewString()
 	rkey := r.prefix + key
 	ttlMS := max64(1, ttl.Milliseconds())
-	n, err := acquireScript.Run(ctx, r.client, []string{rkey}, id, max, ttlMS, r.nowArg()).Int()
+	n, err := acquireScript.run(ctx, r.client, []string{rkey}, id, max, ttlMS, r.nowArg()).Int()
 	if err != nil {
 		return noRelease, false, unavailable(err)
 	}
@@ -178,7 +178,7 @@ func (r *InFlight) renew() {
 		pipe := r.client.Pipeline()
 		cmds := make([]*goredis.Cmd, len(leases))
 		for i, l := range leases {
-			cmds[i] = renewScript.Eval(ctx, pipe, []string{l.key}, l.id, l.ttlMS, r.nowArg())
+			cmds[i] = renewScript.eval(ctx, pipe, []string{l.key}, l.id, l.ttlMS, r.nowArg())
 		}
 		_, err := pipe.Exec(ctx)
 		cancel()

@@ -35,7 +35,7 @@ var redisEpoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 // The TAT is written with %.17g because Lua's tostring keeps only 14 digits
 // (10 µs at these magnitudes, 60 bytes of a byte budget). Results are
 // clamped below 2^53 so the conversion to Redis integers stays exact.
-var gcraScript = goredis.NewScript(`
+var gcraScript = newScript(`
 if redis.replicate_commands then redis.replicate_commands() end
 local t = tonumber(ARGV[1])
 local cap = tonumber(ARGV[2])
@@ -84,8 +84,8 @@ return {allowed, remaining, retry, math.min(math.ceil(level), big)}
 //
 // It is safe for concurrent use. Every Redis failure is returned wrapped in
 // limits.ErrLimiterUnavailable; wrap it in a Failover to fail open instead.
-// The client should not retry (see NewClient): a retry of a script
-// that ran but whose reply was lost would charge twice.
+// No script is ever sent twice (see script): a retry of a script that
+// ran but whose reply was lost would charge twice.
 type Limiter struct {
 	client goredis.UniversalClient
 	prefix string
@@ -111,7 +111,7 @@ func (r *Limiter) Allow(ctx context.Context, key string, l limits.Limit, cost in
 	if err := l.ValidateCost(cost); err != nil {
 		return l.Denial(), err
 	}
-	res, err := gcraScript.Run(ctx, r.client, []string{r.prefix + key}, r.args(l, cost)...).Result()
+	res, err := gcraScript.run(ctx, r.client, []string{r.prefix + key}, r.args(l, cost)...).Result()
 	if err != nil {
 		return l.Denial(), unavailable(err)
 	}
@@ -169,7 +169,7 @@ func (r *Limiter) pipeline(ctx context.Context, checks []limits.Check, cost func
 	cmds := make([]*goredis.Cmd, len(checks))
 	pipe := r.client.Pipeline()
 	for i, c := range checks {
-		cmds[i] = gcraScript.EvalSha(ctx, pipe, []string{r.prefix + c.Key}, r.args(c.Limit, cost(c))...)
+		cmds[i] = gcraScript.evalSha(ctx, pipe, []string{r.prefix + c.Key}, r.args(c.Limit, cost(c))...)
 	}
 	_, _ = pipe.Exec(ctx)
 
@@ -188,7 +188,7 @@ func (r *Limiter) pipeline(ctx context.Context, checks []limits.Check, cost func
 	pipe = r.client.Pipeline()
 	for _, i := range missing {
 		c := checks[i]
-		cmds[i] = gcraScript.Eval(ctx, pipe, []string{r.prefix + c.Key}, r.args(c.Limit, cost(c))...)
+		cmds[i] = gcraScript.eval(ctx, pipe, []string{r.prefix + c.Key}, r.args(c.Limit, cost(c))...)
 	}
 	_, _ = pipe.Exec(ctx)
 	for _, i := range missing {
