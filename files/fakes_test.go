@@ -199,6 +199,25 @@ func (b *fakeBucket) Upload(_ context.Context, key string, r io.Reader, _ int64,
 	return blob.Object{Key: key, Size: int64(buf.Len()), ContentType: opts.ContentType}, nil
 }
 
+func (b *fakeBucket) Compose(_ context.Context, dst string, srcs []string, opts blob.UploadOptions) (blob.Object, error) {
+	if err := blob.ValidateCompose(dst, srcs); err != nil {
+		return blob.Object{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var data []byte
+	for _, src := range srcs {
+		part, ok := b.objects[src]
+		if !ok {
+			return blob.Object{}, fmt.Errorf("fake bucket: compose %s: %w", dst, &blob.MissingSourceError{Key: src})
+		}
+		data = append(data, part...)
+	}
+	b.objects[dst] = data
+	b.types[dst] = opts.ContentType
+	return blob.Object{Key: dst, Size: int64(len(data)), ContentType: opts.ContentType}, nil
+}
+
 func (b *fakeBucket) Open(_ context.Context, key string) (io.ReadCloser, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -549,6 +549,10 @@ func (b memBucket) Upload(context.Context, string, io.Reader, int64, blob.Upload
 	return blob.Object{}, errors.New("read only")
 }
 
+func (b memBucket) Compose(context.Context, string, []string, blob.UploadOptions) (blob.Object, error) {
+	return blob.Object{}, errors.New("read only")
+}
+
 func (b memBucket) Open(_ context.Context, key string) (io.ReadCloser, error) {
 	data, ok := b[key]
 	if !ok {

@@ -115,6 +115,10 @@ func (b *fakeBucket) Upload(context.Context, string, io.Reader, int64, blob.Uplo
 	return blob.Object{}, errors.New("not used")
 }
 
+func (b *fakeBucket) Compose(context.Context, string, []string, blob.UploadOptions) (blob.Object, error) {
+	return blob.Object{}, errors.New("not used")
+}
+
 func (b *fakeBucket) Open(context.Context, string) (io.ReadCloser, error) {
 	return nil, errors.New("not used")
 }

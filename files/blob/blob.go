@@ -58,6 +58,38 @@ type Bucket interface {
 	// Upload reads r until io.EOF and does not close it.
 	Upload(ctx context.Context, key string, r io.Reader, size int64, opts UploadOptions) (Object, error)
 
+	// Compose stores under dst the concatenation of the objects srcs, in
+	// the order given, replacing any existing object. It is how a file sent
+	// in parts (each stored with Upload) becomes one object, and where the
+	// backend can, the bytes do not pass through the gateway: S3 copies the
+	// parts in the server, GCS composes them, fs copies file to file in the
+	// kernel.
+	//
+	// Arguments (checked first, by ValidateCompose): dst and then every
+	// source must be valid keys (a *KeyError); srcs holds 1 to
+	// MaxComposeSources keys, may name a key more than once, and may not
+	// name dst (ErrInvalidCompose). A source that does not exist, or only
+	// prefixes others, is a *MissingSourceError naming it (wrapping
+	// ErrNotFound); when several are missing, which one is named is the
+	// backend's choice. The sources are left in place: the caller deletes
+	// them once it has recorded dst. A source replaced while Compose runs
+	// gives an undefined but whole dst, or an error; callers do not.
+	//
+	// All or nothing, as for Upload: dst becomes visible only whole, and on
+	// any error — a missing source, ctx ending, the backend's failure —
+	// nothing new is left behind (no object, no temporary file or object,
+	// no pending multipart upload) and an object previously stored under
+	// dst is kept. A process dying mid-compose leaves only what
+	// Pending.PendingUploads lists and AbortPending removes. Concurrent
+	// composes (or uploads) of one dst leave exactly one of them, whole.
+	// Errors are reported in the order of the Bucket's rules, with the
+	// classes of Upload's (an ended ctx wraps ctx.Err(), even when the
+	// backend failed as a result); a missing bucket is never ErrNotFound.
+	//
+	// opts applies to dst as it does to an upload. The returned Object
+	// describes dst.
+	Compose(ctx context.Context, dst string, srcs []string, opts UploadOptions) (Object, error)
+
 	// Open returns the content of key; the caller must close it. A missing
 	// key is ErrNotFound, and so is a key that only prefixes others ("ws/1"
 	// while "ws/1/f" exists). Reading the returned stream may still fail
@@ -109,12 +141,13 @@ type Bucket interface {
 }
 
 // Pending is implemented by buckets that keep state of their own for
-// uploads in progress, which a process dying mid-upload leaves behind: the
-// fs backend's temporary files, S3's multipart uploads (billed until
-// aborted). GCS keeps none the gateway could see: an abandoned resumable
-// upload creates no object, cannot be listed, and expires on its own, so
-// the gcs Bucket does not implement Pending. The sweeper aborts what is
-// pending past its grace; tests check that failed uploads left nothing.
+// uploads and composes in progress, which a process dying mid-way leaves
+// behind: the fs backend's temporary files, S3's multipart uploads (billed
+// until aborted), the intermediate objects of GCS's composes. (An abandoned
+// GCS resumable upload creates no object, cannot be listed, and expires on
+// its own, so a gcs Bucket's uploads leave nothing pending.) The sweeper
+// aborts what is pending past its grace; tests check that failed uploads
+// and composes left nothing.
 type Pending interface {
 	// PendingUploads describes every unfinished upload, one string each
 	// (a temporary file's path, or "key upload-id"). Empty means none.
@@ -149,6 +182,39 @@ type Object struct {
 // MaxKeyLen bounds keys in bytes. S3 and GCS allow 1024 bytes including the
 // configured prefix; 512 leaves room for any sane prefix.
 const MaxKeyLen = 512
+
+// MaxComposeSources bounds the sources of one Compose: S3's limit on the
+// parts of a multipart upload, and the most parts a resumable upload has.
+const MaxComposeSources = 10000
+
+// ValidateCompose checks the arguments of Compose in the order every
+// backend reports them: dst as a key, then each source as a key (a
+// *KeyError), then the list itself (an error wrapping ErrInvalidCompose):
+// 1 to MaxComposeSources sources, dst not among them. A source may appear
+// more than once.
+func ValidateCompose(dst string, srcs []string) error {
+	if err := ValidateKey(dst); err != nil {
+		return err
+	}
+	for _, src := range srcs {
+		if err := ValidateKey(src); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(srcs) == 0:
+		return fmt.Errorf("%w of %q: no sources", ErrInvalidCompose, dst)
+	case len(srcs) > MaxComposeSources:
+		return fmt.Errorf("%w of %q: %d sources, more than %d", ErrInvalidCompose, dst, len(srcs), MaxComposeSources)
+	}
+	for _, src := range srcs {
+		if src == dst {
+			// The sources would be read while dst is being replaced.
+			return fmt.Errorf("%w of %q: the destination is among the sources", ErrInvalidCompose, dst)
+		}
+	}
+	return nil
+}
 
 // ValidateKey reports whether key is an acceptable object key, returning a
 // *KeyError (wrapping ErrInvalidKey) when it is not.
@@ -190,6 +256,17 @@ func ValidateKey(key string) error {
 		}
 	}
 	return nil
+}
+
+// ContextCause picks the error an operation reports after failing with
+// err: ctx's error when ctx has ended (with err's text beside it), since
+// the end of ctx is then the likelier cause and callers match it first;
+// else err.
+func ContextCause(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (backend: %v)", cerr, err)
+	}
+	return err
 }
 
 // Body adapts the reader given to Upload for implementations. It enforces a

@@ -33,7 +33,24 @@ var (
 	// ErrInvalidConfig: a backend's configuration is unusable. Constructors
 	// return every problem at once, joined, each naming its field.
 	ErrInvalidConfig = errors.New("invalid storage configuration")
+	// ErrInvalidCompose: the sources given to Compose break its rules (none,
+	// more than MaxComposeSources, or the destination among them).
+	ErrInvalidCompose = errors.New("invalid compose")
 )
+
+// MissingSourceError is a source of Compose that does not exist. It
+// unwraps to ErrNotFound, so a Compose fails like an Open of that source,
+// and names the key so the caller can say which part is missing.
+type MissingSourceError struct {
+	Key string
+}
+
+func (e *MissingSourceError) Error() string {
+	return fmt.Sprintf("compose source %q not found", e.Key)
+}
+
+// Unwrap returns ErrNotFound.
+func (e *MissingSourceError) Unwrap() error { return ErrNotFound }
 
 // KeyError is a key refused by ValidateKey. It unwraps to ErrInvalidKey.
 // Keys are made by the gateway, so this is a programming error, not a

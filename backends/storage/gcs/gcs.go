@@ -124,8 +124,9 @@ var defaultPacing = pacing{
 	now:     time.Now,
 }
 
-// The gcs Bucket is not a blob.Pending: an abandoned resumable upload
-// leaves nothing the API can list, and GCS expires it on its own.
+// An abandoned resumable upload leaves nothing the API can list, and GCS
+// expires it on its own; the pending state of a gcs Bucket (blob.Pending,
+// in compose.go) is the intermediate objects of its composes.
 var _ blob.Bucket = (*Bucket)(nil)
 
 // New validates cfg (returning every problem, each wrapping
@@ -342,7 +343,9 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gcs: list %q: %w", prefix, classify(err))
 		}
-		keys = append(keys, strings.TrimPrefix(attrs.Name, b.cfg.Prefix))
+		if k := strings.TrimPrefix(attrs.Name, b.cfg.Prefix); !isIntermediate(k) {
+			keys = append(keys, k)
+		}
 	}
 }
 
@@ -369,7 +372,7 @@ func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, limit int)
 		if err != nil {
 			return nil, fmt.Errorf("gcs: list %q after %q: %w", prefix, after, classify(err))
 		}
-		if k := strings.TrimPrefix(attrs.Name, b.cfg.Prefix); k > after {
+		if k := strings.TrimPrefix(attrs.Name, b.cfg.Prefix); k > after && !isIntermediate(k) {
 			keys = append(keys, k)
 		}
 	}

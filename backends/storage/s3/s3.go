@@ -374,7 +374,7 @@ func (b *Bucket) sendParts(ctx context.Context, key, id string, body *blob.Body,
 			// our AbortMultipartUpload, leaving it behind (S3 documents the
 			// same). PartTimeout still bounds it, and its buffer is in
 			// memory, so finishing it costs little.
-			cp, err := b.uploadPart(context.WithoutCancel(gctx), key, id, p)
+			cp, err := b.uploadPart(context.WithoutCancel(gctx), key, id, p, types.ChecksumAlgorithmCrc32)
 			if err != nil {
 				return err
 			}
@@ -431,7 +431,9 @@ func (b *Bucket) sendParts(ctx context.Context, key, id string, body *blob.Body,
 	return completed, nil
 }
 
-func (b *Bucket) uploadPart(ctx context.Context, key, id string, p part) (types.CompletedPart, error) {
+// uploadPart sends p as part p.num of upload id, with a checksum computed
+// by algo ("" for none: the upload's algorithm, chosen at its creation).
+func (b *Bucket) uploadPart(ctx context.Context, key, id string, p part, algo types.ChecksumAlgorithm) (types.CompletedPart, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.PartTimeout)
 	defer cancel()
 	out, err := b.client.UploadPart(ctx, &s3.UploadPartInput{
@@ -441,7 +443,7 @@ func (b *Bucket) uploadPart(ctx context.Context, key, id string, p part) (types.
 		PartNumber:        aws.Int32(p.num),
 		Body:              bytes.NewReader(p.buf[:p.size]),
 		ContentLength:     aws.Int64(int64(p.size)),
-		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+		ChecksumAlgorithm: algo,
 	})
 	if err != nil {
 		return types.CompletedPart{}, classifyWrite(err)
