@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/aigateway/gateway/internal/invalid"
 )
 
 // Errors of the resumable upload store.
@@ -39,6 +41,12 @@ const (
 type UploadStateError struct{ Status UploadStatus }
 
 func (e *UploadStateError) Error() string { return fmt.Sprintf("upload is %s", e.Status) }
+
+// FieldProblems names the status, which the client must see to know what
+// happened to its upload.
+func (e *UploadStateError) FieldProblems() []invalid.Field {
+	return []invalid.Field{{Name: "status", Problem: fmt.Sprintf("the upload is %s, not pending", e.Status)}}
+}
 
 // Unwrap returns ErrUploadNotPending.
 func (e *UploadStateError) Unwrap() error { return ErrUploadNotPending }

@@ -183,6 +183,10 @@ func fill(r io.Reader, buf []byte) (n int, eof bool, err error) {
 // MimeType is the decided type, one of the Mime* constants.
 func (t *Reader) MimeType() string { return t.mime }
 
+// Text reports whether the content was taken for text: its every byte is
+// checked as it is read, so only reading it to the end accepts it whole.
+func (t *Reader) Text() bool { return t.text }
+
 // Err returns the error that ended the stream, other than io.EOF: a
 // *TypeError found while streaming text, or the source's own error; nil
 // while the stream is fine. A storage SDK or HTTP client reading the

@@ -1,0 +1,102 @@
+package files
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestOrderParts(t *testing.T) {
+	parts := []UploadPart{
+		{ID: "part_a", Bytes: 5, ObjectKey: "up/w/u/part_a"},
+		{ID: "part_b", Bytes: 3, ObjectKey: "up/w/u/part_b"},
+		{ID: "part_c", Bytes: 2, ObjectKey: "up/w/u/part_c"},
+	}
+	keys, err := orderParts(parts, []string{"part_c", "part_a", "part_b"}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(keys, ","); got != "up/w/u/part_c,up/w/u/part_a,up/w/u/part_b" {
+		t.Errorf("keys = %s, want the order listed", got)
+	}
+	// A part left out is simply not in the file, when the rest add up.
+	if _, err := orderParts(parts, []string{"part_a", "part_b"}, 8); err != nil {
+		t.Errorf("a subset adding up: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		ids   []string
+		bytes int64
+	}{
+		"none":          {nil, 10},
+		"unknown":       {[]string{"part_a", "part_x"}, 10},
+		"repeated":      {[]string{"part_a", "part_a"}, 10},
+		"short":         {[]string{"part_a", "part_b"}, 10},
+		"over":          {[]string{"part_a", "part_b", "part_c"}, 9},
+		"another's key": {[]string{"up/w/u/part_a"}, 5},
+	} {
+		_, err := orderParts(parts, tc.ids, tc.bytes)
+		var pe *ParamError
+		if !errors.As(err, &pe) || pe.Param != "part_ids" {
+			t.Errorf("%s: err = %v, want a ParamError naming part_ids", name, err)
+		}
+	}
+}
+
+func TestPartLimit(t *testing.T) {
+	read := func(n int, max, left int64) (int64, error) {
+		l := &partLimit{r: strings.NewReader(strings.Repeat("x", n)), max: max, left: left}
+		got, err := io.Copy(io.Discard, l)
+		return got, err
+	}
+	if n, err := read(10, 10, 100); err != nil || n != 10 {
+		t.Errorf("exactly the part limit: %d, %v", n, err)
+	}
+	if n, err := read(10, 100, 10); err != nil || n != 10 {
+		t.Errorf("exactly what the upload takes: %d, %v", n, err)
+	}
+	var tooLarge *PartTooLargeError
+	if _, err := read(11, 10, 100); !errors.As(err, &tooLarge) || !errors.Is(err, ErrTooLarge) {
+		t.Errorf("past the part limit: %v, want a PartTooLargeError", err)
+	}
+	if _, err := read(11, 100, 10); !errors.Is(err, ErrPartsExceedUpload) || errors.Is(err, ErrTooLarge) {
+		t.Errorf("past what the upload takes: %v, want ErrPartsExceedUpload", err)
+	}
+	if _, err := read(11, 10, 10); !errors.As(err, &tooLarge) {
+		t.Errorf("past both, equal: %v, want the part limit named", err)
+	}
+	// An empty buffer reads nothing and is no error.
+	l := &partLimit{r: strings.NewReader("x"), max: 0, left: 0}
+	if n, err := l.Read(nil); n != 0 || err != nil {
+		t.Errorf("Read(nil) = %d, %v", n, err)
+	}
+}
+
+func TestCompatibleType(t *testing.T) {
+	for _, tc := range []struct {
+		declared, detected string
+		ok                 bool
+	}{
+		{"application/pdf", "application/pdf", true},
+		{"Application/PDF; name=x", "application/pdf", true},
+		{"application/octet-stream", "image/png", true},
+		{"text/plain", "application/x-ndjson", true},
+		{"application/jsonl", "text/plain", true},
+		{"text/csv; charset=utf-8", "text/csv", true},
+		{"audio/x-wav", "audio/wav", true},
+		{"application/pdf", "image/png", false},
+		{"image/png", "text/plain", false},
+		{"text/plain", "application/pdf", false},
+	} {
+		if got := compatibleType(tc.declared, tc.detected); got != tc.ok {
+			t.Errorf("compatibleType(%q, %q) = %v, want %v", tc.declared, tc.detected, got, tc.ok)
+		}
+	}
+}
+
+func TestPartObjectKeyIsApartFromFiles(t *testing.T) {
+	k := PartObjectKey("ws1", "upload_x", "part_y")
+	if strings.HasPrefix(k, ObjectPrefix) || !strings.HasPrefix(k, PartObjectPrefix) {
+		t.Errorf("PartObjectKey = %q: must lie under %q, never under the files' %q", k, PartObjectPrefix, ObjectPrefix)
+	}
+}
