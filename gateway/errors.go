@@ -123,6 +123,10 @@ var errorTable = []errorKind{
 	{files.ErrContentMissing, http.StatusNotFound, msgContentMissing},
 	{errRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable, msgRangeNotSatisfiable},
 	{files.ErrNotFound, http.StatusNotFound, msgNotFound},
+	{files.ErrUploadNotFound, http.StatusNotFound, msgNotFound},
+	{files.ErrUploadNotPending, http.StatusBadRequest, msgBadRequest},
+	{files.ErrPartsExceedUpload, http.StatusBadRequest, msgBadRequest},
+	{files.ErrTooManyPending, http.StatusTooManyRequests, msgRateLimited},
 	{files.ErrProviderRateLimited, http.StatusTooManyRequests, msgRateLimited},
 	{files.ErrProviderRejected, http.StatusBadRequest, msgBadRequest},
 	{files.ErrWorkspaceForbidden, http.StatusForbidden, msgWorkspaceForbidden},
@@ -148,6 +152,8 @@ var metadataTable = []func(error) (meta map[string]any, found bool){
 	describe(typeMetadata),
 	describe(filenameMetadata),
 	describe(tooLargeMetadata),
+	describe(partTooLargeMetadata),
+	describe(pendingMetadata),
 	describe(quotaMetadata),
 }
 
@@ -225,6 +231,16 @@ func filenameMetadata(e *files.FilenameError) map[string]any {
 // tooLargeMetadata tells the client the largest file accepted.
 func tooLargeMetadata(e *files.TooLargeError) map[string]any {
 	return map[string]any{"max_file_bytes": e.Limit}
+}
+
+// partTooLargeMetadata tells the client the largest part accepted.
+func partTooLargeMetadata(e *files.PartTooLargeError) map[string]any {
+	return map[string]any{"max_part_bytes": e.Limit}
+}
+
+// pendingMetadata names the limit of pending uploads and its value.
+func pendingMetadata(e *files.TooManyPendingError) map[string]any {
+	return map[string]any{"limit": "uploads.pending_per_workspace", "max_pending": e.Limit}
 }
 
 // quotaMetadata tells the client the workspace's quota and what was left of

@@ -84,6 +84,9 @@ func mustNew(t testing.TB, o Options) *API {
 	if o.FileReader == nil {
 		o.FileReader = struct{ FileReader }{}
 	}
+	if o.Uploads == nil {
+		o.Uploads = struct{ UploadService }{}
+	}
 	api, err := New(o)
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,8 @@ type Options struct {
 	Files      FileService
 	// FileReader serves the list, metadata, delete and download routes.
 	FileReader FileReader
+	// Uploads serves the resumable upload routes.
+	Uploads UploadService
 	// Limits are the per-request rate limits; nil when the configuration
 	// turns them off (the only optional dependency).
 	Limits         *RateLimits
@@ -85,6 +87,7 @@ type API struct {
 	spendMetrics *spendMetrics
 	files        FileService
 	reader       FileReader
+	uploads      UploadService
 	limits       *RateLimits
 	registry     *prometheus.Registry
 	ready        map[string]ReadyCheck
@@ -107,7 +110,7 @@ func New(o Options) (*API, error) {
 		{"Log", o.Log != nil}, {"Auth", o.Auth != nil}, {"Catalog", o.Catalog != nil},
 		{"Workspaces", o.Workspaces != nil}, {"Keys", o.Keys != nil}, {"ProviderKeys", o.ProviderKeys != nil},
 		{"Spend", o.Spend != nil}, {"SpendGuard", o.SpendGuard != nil}, {"Files", o.Files != nil},
-		{"FileReader", o.FileReader != nil},
+		{"FileReader", o.FileReader != nil}, {"Uploads", o.Uploads != nil},
 	} {
 		if !dep.set {
 			missing = append(missing, dep.name)
@@ -140,6 +143,7 @@ func New(o Options) (*API, error) {
 		spendMetrics:  newSpendMetrics(reg),
 		files:         o.Files,
 		reader:        o.FileReader,
+		uploads:       o.Uploads,
 		limits:        o.Limits,
 		registry:      reg,
 		ready:         o.ReadyChecks,
@@ -246,6 +250,14 @@ func (a *API) router() *chi.Mux {
 			r.Delete(apiPrefix+"/files/{id}", a.keyed(a.deleteFile))
 			r.Get(apiPrefix+"/files/{id}/content", a.keyed(a.fileContent))
 			r.Head(apiPrefix+"/files/{id}/content", a.keyed(a.fileContent))
+
+			// Resumable uploads: creating one and sending its parts go by
+			// the files class, as an upload does; the rest by the default.
+			r.With(limitRate(a.limits, limits.ClassFiles, a.log)).Post(apiPrefix+"/uploads", a.keyed(a.createUpload))
+			r.With(limitRate(a.limits, limits.ClassFiles, a.log)).Post(apiPrefix+"/uploads/{id}/parts", a.keyed(a.addUploadPart))
+			r.Post(apiPrefix+"/uploads/{id}/complete", a.keyed(a.completeUpload))
+			r.Post(apiPrefix+"/uploads/{id}/cancel", a.keyed(a.cancelUpload))
+			r.Get(apiPrefix+"/uploads/{id}", a.keyed(a.getUpload))
 		})
 	})
 	return r
