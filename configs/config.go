@@ -25,6 +25,7 @@ type Config struct {
 	Providers Providers `yaml:"providers"`
 	Limits    Limits    `yaml:"limits"`
 	Files     Files     `yaml:"files"`
+	Uploads   Uploads   `yaml:"uploads"`
 	Sweeper   Sweeper   `yaml:"sweeper"`
 	Console   Console   `yaml:"console"`
 }
@@ -206,6 +207,18 @@ type Limits struct {
 	Rate        Rates         `yaml:"rate"`
 }
 
+// Uploads are the limits of resumable uploads: files sent in parts and
+// assembled in storage (POST /uploads).
+type Uploads struct {
+	// MaxBytes is the largest file an upload may declare.
+	MaxBytes ByteSize `yaml:"max_bytes"`
+	// TTL is how long an upload may stay pending; its quota reservation
+	// lapses then, and the sweeper removes its parts.
+	TTL time.Duration `yaml:"ttl"`
+	// PendingPerWorkspace caps the uploads a workspace may hold pending.
+	PendingPerWorkspace int `yaml:"pending_per_workspace"`
+}
+
 // Sweeper collects what crashes and lapsed records leave behind; every
 // replica runs one.
 type Sweeper struct {
@@ -300,6 +313,7 @@ func Default() Config {
 			Anthropic: Provider{BaseURL: "https://api.anthropic.com", Timeout: 10 * time.Minute},
 		},
 		Sweeper: Sweeper{Interval: time.Minute, Grace: 6 * time.Hour, Batch: 500},
+		Uploads: Uploads{MaxBytes: 8 << 30, TTL: time.Hour, PendingPerWorkspace: 100},
 		Console: Console{Enabled: true, SessionTTL: 12 * time.Hour},
 		Limits: Limits{
 			MaxFileBytes:          104_857_600,

@@ -268,6 +268,11 @@ func (c *Config) Validate() error {
 	if c.Limits.UploadsInFlightPerKey < 1 {
 		p.add("limits.uploads_in_flight_per_key", "must be at least 1")
 	}
+	p.positive("uploads.max_bytes", int64(c.Uploads.MaxBytes))
+	p.positive("uploads.ttl", int64(c.Uploads.TTL))
+	if c.Uploads.PendingPerWorkspace < 1 {
+		p.add("uploads.pending_per_workspace", "must be at least 1")
+	}
 	if c.Sweeper.Interval < 0 {
 		p.add("sweeper.interval", "must not be negative (0 turns the sweeper off)")
 	}
