@@ -42,6 +42,12 @@ type Store interface {
 	FilesAfter(ctx context.Context, backend, after string, limit int) ([]files.Record, error)
 	// FileByID returns a record, or files.ErrNotFound.
 	FileByID(ctx context.Context, workspaceID, id string) (files.Record, error)
+
+	// What a resumable upload leaves (files.UploadStore).
+	ExpireUploads(ctx context.Context, limit int) (int, error)
+	RemovableParts(ctx context.Context, limit int) ([]files.UploadPart, error)
+	DeleteParts(ctx context.Context, ids []string) error
+	KnownParts(ctx context.Context, objectKeys []string) (map[string]bool, error)
 }
 
 // Config are the knobs of a Sweeper.
@@ -72,6 +78,7 @@ type Sweeper struct {
 	failed  *prometheus.CounterVec
 
 	objectCursor string // last object key checked
+	partCursor   string // last part object key checked
 	fileCursor   string // last file id checked
 }
 
@@ -84,6 +91,9 @@ const (
 	KindObject      = "object_without_record"
 	KindPending     = "unfinished_upload"
 	KindMissing     = "record_without_object" // reported, never removed
+	KindExpired     = "expired_upload"
+	KindPart        = "upload_part"
+	KindOrphanPart  = "part_without_record"
 )
 
 // New returns a Sweeper whose metrics are registered on reg (nil: none).
@@ -95,7 +105,7 @@ func New(cfg Config, store Store, bucket blob.Bucket, log *slog.Logger, reg prom
 		cfg: cfg, store: store, bucket: bucket, log: log, now: time.Now,
 		removed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_sweeper_removed_total",
-			Help: "What the sweeper removed, by kind: reservation, idempotency_record, key_change, deleted_file_position, object_without_record, unfinished_upload.",
+			Help: "What the sweeper removed, by kind: reservation, idempotency_record, key_change, deleted_file_position, object_without_record, unfinished_upload, expired_upload, upload_part, part_without_record.",
 		}, []string{"kind"}),
 		missing: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_sweeper_missing_objects_total",
@@ -115,7 +125,10 @@ func New(cfg Config, store Store, bucket blob.Bucket, log *slog.Logger, reg prom
 // Result counts what one pass did.
 type Result struct {
 	Reservations, IdempotencyRecords, KeyChanges, DeletedFiles, Objects, Pending, Missing int
-	Errors                                                                                int
+	// Of resumable uploads: those that expired, the parts of settled ones
+	// removed, and part objects without a row.
+	ExpiredUploads, Parts, OrphanParts int
+	Errors                             int
 }
 
 // Run sweeps every Interval (jittered) until ctx ends.
@@ -131,7 +144,8 @@ func (s *Sweeper) Run(ctx context.Context) {
 		if r != (Result{}) {
 			s.log.Info("sweep", slog.Int("reservations", r.Reservations), slog.Int("idempotency_records", r.IdempotencyRecords),
 				slog.Int("objects_without_record", r.Objects), slog.Int("unfinished_uploads", r.Pending),
-				slog.Int("records_without_object", r.Missing), slog.Int("errors", r.Errors))
+				slog.Int("records_without_object", r.Missing), slog.Int("expired_uploads", r.ExpiredUploads),
+				slog.Int("upload_parts", r.Parts), slog.Int("parts_without_record", r.OrphanParts), slog.Int("errors", r.Errors))
 		}
 	}
 }
@@ -148,7 +162,15 @@ func (s *Sweeper) Sweep(ctx context.Context) Result {
 			return p.AbortPending(ctx, s.now().Add(-s.cfg.Grace), s.cfg.Batch)
 		})
 	}
-	r.Objects = s.count(KindObject, &r, func() (int, error) { return s.sweepObjects(ctx) })
+	r.Objects = s.count(KindObject, &r, func() (int, error) {
+		return s.sweepUnknown(ctx, files.ObjectPrefix, &s.objectCursor, s.knownFiles, "removed an object without a file record")
+	})
+	// Expiring first lets the same pass remove the expired uploads' parts.
+	r.ExpiredUploads = s.count(KindExpired, &r, func() (int, error) { return s.store.ExpireUploads(ctx, s.cfg.Batch) })
+	r.Parts = s.count(KindPart, &r, func() (int, error) { return s.removeParts(ctx) })
+	r.OrphanParts = s.count(KindOrphanPart, &r, func() (int, error) {
+		return s.sweepUnknown(ctx, files.PartObjectPrefix, &s.partCursor, s.store.KnownParts, "removed an upload part without a record")
+	})
 	n, err := s.checkRecords(ctx)
 	r.Missing = n
 	if err != nil {
@@ -175,22 +197,23 @@ func (s *Sweeper) fail(kind string, err error, r *Result) {
 	s.log.Warn("sweep step failed; retried at the next pass", slog.String("kind", kind), slog.Any("error", err))
 }
 
-// sweepObjects checks the next Batch objects after the cursor (from the
-// start again once the end is reached) and removes those that have no
-// record and are older than Grace. The object's own time is when it was
-// finished, and a record is written right after that, so an object
-// without a record that old was left by a process that died in between.
-func (s *Sweeper) sweepObjects(ctx context.Context) (int, error) {
-	batch, err := s.bucket.ListAfter(ctx, files.ObjectPrefix, s.objectCursor, s.cfg.Batch)
+// sweepUnknown checks the next Batch objects under prefix after *cursor
+// (from the start again once the end is reached) and removes those that
+// known does not know and that are older than Grace. The object's own time
+// is when it was finished, and its row is written right after that, so an
+// object without one that old was left by a process that died in between.
+func (s *Sweeper) sweepUnknown(ctx context.Context, prefix string, cursor *string,
+	known func(context.Context, []string) (map[string]bool, error), what string) (int, error) {
+	batch, err := s.bucket.ListAfter(ctx, prefix, *cursor, s.cfg.Batch)
 	if err != nil {
 		return 0, err
 	}
 	last := len(batch) < s.cfg.Batch
 	if len(batch) == 0 {
-		s.objectCursor = ""
+		*cursor = ""
 		return 0, nil
 	}
-	known, err := s.store.KnownObjects(ctx, s.cfg.Backend, batch)
+	kept, err := known(ctx, batch)
 	if err != nil {
 		return 0, err
 	}
@@ -198,7 +221,7 @@ func (s *Sweeper) sweepObjects(ctx context.Context) (int, error) {
 	removed := 0
 	var errs []error
 	for _, key := range batch {
-		if known[key] {
+		if kept[key] {
 			continue
 		}
 		obj, err := s.bucket.Stat(ctx, key)
@@ -210,21 +233,48 @@ func (s *Sweeper) sweepObjects(ctx context.Context) (int, error) {
 			continue
 		}
 		if !obj.Modified.Before(cutoff) {
-			continue // maybe an upload about to write its record
+			continue // maybe a step about to write its row
 		}
 		if err := s.bucket.Delete(ctx, key); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		removed++
-		s.log.Info("removed an object without a file record", slog.String("object", key),
-			slog.Int64("size", obj.Size), slog.Time("modified", obj.Modified))
+		s.log.Info(what, slog.String("object", key), slog.Int64("size", obj.Size), slog.Time("modified", obj.Modified))
 	}
-	s.objectCursor = batch[len(batch)-1]
+	*cursor = batch[len(batch)-1]
 	if last {
-		s.objectCursor = "" // the next pass starts over
+		*cursor = "" // the next pass starts over
 	}
 	return removed, errors.Join(errs...)
+}
+
+// knownFiles is KnownObjects of the sweeper's backend.
+func (s *Sweeper) knownFiles(ctx context.Context, keys []string) (map[string]bool, error) {
+	return s.store.KnownObjects(ctx, s.cfg.Backend, keys)
+}
+
+// removeParts removes the objects, then the rows, of the next Batch parts
+// of uploads that are no longer pending (completed, cancelled, expired):
+// what the request that settled them could not remove, or a crash left.
+func (s *Sweeper) removeParts(ctx context.Context) (int, error) {
+	parts, err := s.store.RemovableParts(ctx, s.cfg.Batch)
+	if err != nil || len(parts) == 0 {
+		return 0, err
+	}
+	var errs []error
+	ids := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if err := s.bucket.Delete(ctx, p.ObjectKey); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ids = append(ids, p.ID)
+	}
+	if err := s.store.DeleteParts(ctx, ids); err != nil {
+		return 0, errors.Join(append(errs, err)...)
+	}
+	return len(ids), errors.Join(errs...)
 }
 
 // checkRecords checks that the objects of the next Batch file records

@@ -25,6 +25,10 @@ type fakeStore struct {
 	expiredReservations, expiredIdempotency, oldKeyChanges, oldDeletedFiles int
 	records                                                                 []files.Record // sorted by id
 	err                                                                     error
+
+	expiredUploads int
+	parts          []files.UploadPart // rows of upload parts
+	settled        map[string]bool    // upload ids no longer pending
 }
 
 func (s *fakeStore) take(n *int, limit int) (int, error) {
@@ -72,6 +76,35 @@ func (s *fakeStore) FileByID(_ context.Context, _, id string) (files.Record, err
 		}
 	}
 	return files.Record{}, files.ErrNotFound
+}
+
+func (s *fakeStore) ExpireUploads(_ context.Context, limit int) (int, error) {
+	return s.take(&s.expiredUploads, limit)
+}
+
+func (s *fakeStore) RemovableParts(_ context.Context, limit int) ([]files.UploadPart, error) {
+	var out []files.UploadPart
+	for _, p := range s.parts {
+		if s.settled[p.UploadID] && len(out) < limit {
+			out = append(out, p)
+		}
+	}
+	return out, s.err
+}
+
+func (s *fakeStore) DeleteParts(_ context.Context, ids []string) error {
+	s.parts = slices.DeleteFunc(s.parts, func(p files.UploadPart) bool { return slices.Contains(ids, p.ID) })
+	return s.err
+}
+
+func (s *fakeStore) KnownParts(_ context.Context, keys []string) (map[string]bool, error) {
+	known := map[string]bool{}
+	for _, p := range s.parts {
+		if slices.Contains(keys, p.ObjectKey) {
+			known[p.ObjectKey] = true
+		}
+	}
+	return known, s.err
 }
 
 // deletedDuring is a fakeStore whose records vanish once listed, as a file
@@ -404,4 +437,37 @@ func TestRunSweepsEachIntervalUntilItsContextEnds(t *testing.T) {
 			t.Fatal("Run still sweeps after its context ended")
 		}
 	})
+}
+
+// The parts of settled uploads go with their rows; a part object without a
+// row goes once past the grace (a replica died between storing it and
+// recording it); the parts of a pending upload stay.
+func TestSweepRemovesUploadParts(t *testing.T) {
+	r := newRig(t, 100)
+	r.store.expiredUploads = 3
+	r.store.settled = map[string]bool{"upload_done": true}
+	for _, p := range []files.UploadPart{
+		{ID: "part_1", UploadID: "upload_done", ObjectKey: "up/w/upload_done/part_1"},
+		{ID: "part_2", UploadID: "upload_done", ObjectKey: "up/w/upload_done/part_2"},
+		{ID: "part_3", UploadID: "upload_live", ObjectKey: "up/w/upload_live/part_3"},
+	} {
+		r.store.parts = append(r.store.parts, p)
+		r.bucket.objects[p.ObjectKey] = r.clock.Now().Add(-2 * grace)
+	}
+	r.bucket.objects["up/w/upload_live/part_orphan"] = r.clock.Now().Add(-2 * grace)
+	r.bucket.objects["up/w/upload_live/part_young"] = r.clock.Now().Add(-grace / 2)
+	got := r.s.Sweep(t.Context())
+	if got.ExpiredUploads != 3 || got.Parts != 2 || got.OrphanParts != 1 || got.Errors != 0 {
+		t.Errorf("pass = %+v, want 3 uploads expired, 2 parts and 1 part without a row removed", got)
+	}
+	keys, _ := r.bucket.List(t.Context(), files.PartObjectPrefix)
+	if want := []string{"up/w/upload_live/part_3", "up/w/upload_live/part_young"}; !slices.Equal(keys, want) {
+		t.Errorf("bucket holds %v, want %v", keys, want)
+	}
+	if len(r.store.parts) != 1 || r.store.parts[0].ID != "part_3" {
+		t.Errorf("part rows left: %+v, want the live upload's", r.store.parts)
+	}
+	if r.removed(KindPart) != 2 || r.removed(KindOrphanPart) != 1 || r.removed(KindExpired) != 3 {
+		t.Errorf("metrics: %v parts, %v parts without a row, %v expired", r.removed(KindPart), r.removed(KindOrphanPart), r.removed(KindExpired))
+	}
 }
