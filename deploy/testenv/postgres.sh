@@ -3,7 +3,10 @@
 # as root, so as root the cluster belongs to the postgres user, and its data
 # lives in a temp dir of its own (the checkout's parents may not be
 # traversable by that user); run.sh removes the dirs listed in STATE_DIR/dirs.
-# Exports GATEWAY_TEST_POSTGRES_URL.
+# Exports GATEWAY_TEST_POSTGRES_URL, and for tests that start clusters of
+# their own (a primary and a standby to fail over) GATEWAY_TEST_POSTGRES_BINDIR
+# (initdb, postgres, pg_basebackup) and GATEWAY_TEST_POSTGRES_RUN_AS (the
+# user to run them as: postgres when root, empty otherwise).
 pg_bindir() {
   if command -v pg_config >/dev/null && [ -x "$(pg_config --bindir)/initdb" ]; then
     pg_config --bindir
@@ -19,13 +22,14 @@ start_postgres() {
     apt_install postgresql
     bindir=$(pg_bindir)
   fi
-  local port dir as=()
+  local port dir as=() run_as=""
   port=$(free_port)
   dir=$(mktemp -d "${TMPDIR:-/tmp}/gateway-postgres.XXXXXX")
   echo "$dir" >>"$state/dirs"
   if [ "$(id -u)" = 0 ]; then
     chown -R postgres:postgres "$dir"
     as=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+    run_as=postgres
   fi
   "${as[@]}" "$bindir/initdb" -D "$dir/data" -U app --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync \
     >"$dir/initdb.log" 2>&1 || { tail -n 30 "$dir/initdb.log" >&2; return 1; }
@@ -36,5 +40,7 @@ start_postgres() {
   wait_for "postgres on port $port" 30 "$dir/postgres.log" \
     "$bindir/pg_isready" -h 127.0.0.1 -p "$port" -U app -d postgres
   export GATEWAY_TEST_POSTGRES_URL="postgres://app@127.0.0.1:$port/postgres?sslmode=disable"
+  export GATEWAY_TEST_POSTGRES_BINDIR="$bindir"
+  export GATEWAY_TEST_POSTGRES_RUN_AS="$run_as"
   echo "testenv: postgres on 127.0.0.1:$port" >&2
 }
