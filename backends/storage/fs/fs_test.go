@@ -12,6 +12,7 @@ import (
 	"github.com/aigateway/gateway/backends/storage/fs"
 	"github.com/aigateway/gateway/backends/storage/storagetest"
 	"github.com/aigateway/gateway/files/blob"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -210,4 +211,25 @@ func TestClosedBucketIsUnavailable(t *testing.T) {
 	if _, err := b.Stat(context.Background(), "ws/1/f"); !errors.Is(err, blob.ErrUnavailable) {
 		t.Errorf("Stat after Close = %v, want ErrUnavailable", err)
 	}
+}
+
+func TestComposeCrash(t *testing.T) {
+	b := newBucket(t, t.TempDir())
+	storagetest.ComposeCrash(t, b, b.CrashMidCompose)
+}
+
+// BenchmarkCompose: 32 parts of 8 MiB composed, against the same 256 MiB
+// uploaded as one object.
+func BenchmarkCompose(b *testing.B) {
+	dir, err := os.MkdirTemp("", "fs-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	bucket, err := fs.New(fs.Config{Dir: dir}, zap.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { bucket.Close() })
+	storagetest.ComposeVsUpload(b, bucket, 32, 8*storagetest.MiB)
 }

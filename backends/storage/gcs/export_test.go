@@ -9,6 +9,22 @@ import (
 	"go.uber.org/zap"
 )
 
+// CrashMidCompose does what Compose does up to the first step of
+// intermediates, and stops there as a dying process would: the
+// intermediates stay.
+func (b *Bucket) CrashMidCompose(ctx context.Context, dst string, srcs []string) error {
+	run, err := composeRun()
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(srcs))
+	for i, src := range srcs {
+		names[i] = b.name(src)
+	}
+	_, err = b.composeStep(ctx, run, 0, names, srcs)
+	return err
+}
+
 // NewWithoutWaits is New for tests of a failing server: a nanosecond's
 // pause between the tries of a request, and an upload's streak of failures
 // timed by a clock that moves a quarter of ChunkRetryDeadline at each

@@ -28,7 +28,7 @@ import (
 
 // rawClient is a plain client of the emulator at endpoint, to set up
 // buckets and look behind the Bucket's back.
-func rawClient(t *testing.T, endpoint string) *gstorage.Client {
+func rawClient(t testing.TB, endpoint string) *gstorage.Client {
 	t.Helper()
 	c, err := gstorage.NewClient(t.Context(), option.WithEndpoint(endpoint), option.WithoutAuthentication(), gstorage.WithJSONReads())
 	if err != nil {
@@ -40,7 +40,7 @@ func rawClient(t *testing.T, endpoint string) *gstorage.Client {
 
 // createBucket makes a bucket with a unique name, emptied and removed when
 // the test ends.
-func createBucket(t *testing.T, endpoint string) string {
+func createBucket(t testing.TB, endpoint string) string {
 	t.Helper()
 	var rnd [6]byte
 	rand.Read(rnd[:])
@@ -65,7 +65,7 @@ func createBucket(t *testing.T, endpoint string) string {
 	return name
 }
 
-func newBucket(t *testing.T, cfg gcs.Config) *gcs.Bucket {
+func newBucket(t testing.TB, cfg gcs.Config) *gcs.Bucket {
 	t.Helper()
 	b, err := gcs.New(t.Context(), cfg, zaptest.NewLogger(t))
 	if err != nil {
@@ -82,7 +82,7 @@ func TestContract(t *testing.T) {
 		// emulator holds whole uploads in memory) resumable uploads of
 		// several chunks.
 		return newBucket(t, gcs.Config{Bucket: createBucket(t, endpoint), Endpoint: endpoint, Prefix: "gateway", ChunkSize: 1 << 20})
-	})
+	}, storagetest.UploadsLeaveNothingPending())
 }
 
 // Keys land under the prefix, and the Bucket sees nothing outside it; the
@@ -248,4 +248,19 @@ func waitListening(t *testing.T, addr string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func TestComposeCrash(t *testing.T) {
+	endpoint := testenv.Require(t, testenv.GCSEndpointVar)
+	b := newBucket(t, gcs.Config{Bucket: createBucket(t, endpoint), Endpoint: endpoint, Prefix: "gateway"})
+	storagetest.ComposeCrash(t, b, b.CrashMidCompose)
+}
+
+// BenchmarkCompose: 32 parts of 8 MiB composed, against the same 256 MiB
+// uploaded as one object. (The emulator holds a whole upload in memory:
+// about 1.5 GB for this one.)
+func BenchmarkCompose(b *testing.B) {
+	endpoint := testenv.Require(b, testenv.GCSEndpointVar)
+	bucket := newBucket(b, gcs.Config{Bucket: createBucket(b, endpoint), Endpoint: endpoint})
+	storagetest.ComposeVsUpload(b, bucket, 32, 8*storagetest.MiB)
 }

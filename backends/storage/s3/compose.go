@@ -370,9 +370,11 @@ func (b *Bucket) streamPart(ctx context.Context, dst, id string, srcs []string, 
 	if err := ctx.Err(); err != nil {
 		return types.CompletedPart{}, err
 	}
-	// The upload was created without a checksum algorithm (a copied part
-	// carries none of its own), so the streamed parts send none either.
-	return b.uploadPart(context.WithoutCancel(ctx), dst, id, part{num: p.num, buf: buf, size: int(p.size)}, "")
+	cp, err := b.uploadPart(context.WithoutCancel(ctx), dst, id, part{num: p.num, buf: buf, size: int(p.size)}, "")
+	// The upload was created without a checksum algorithm, as copied
+	// parts carry none; a checksum the SDK added to this part on its own
+	// would make the completion refuse it.
+	return types.CompletedPart{PartNumber: cp.PartNumber, ETag: cp.ETag}, err
 }
 
 // copySource is the x-amz-copy-source of key: the bucket and the whole

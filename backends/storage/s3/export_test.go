@@ -4,9 +4,27 @@ import (
 	"context"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.uber.org/zap"
 )
+
+// CrashMidCompose does what Compose does up to the completion of its
+// multipart upload (every part copied or sent) and stops there as a dying
+// process would: the multipart upload stays.
+func (b *Bucket) CrashMidCompose(ctx context.Context, dst string, srcs []string) error {
+	sizes, err := b.sourceSizes(ctx, srcs)
+	if err != nil {
+		return err
+	}
+	out, err := b.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b.bucket, Key: b.key(dst)})
+	if err != nil {
+		return err
+	}
+	_, err = b.composeParts(ctx, dst, aws.ToString(out.UploadId), srcs, planParts(sizes, MinPartSize, maxCopySize, b.cfg.PartSize))
+	return err
+}
 
 // NewWithoutBackoff is New with no pause between the tries of a request:
 // the same tries, and the same errors, as production, without the wait.

@@ -31,7 +31,7 @@ import (
 // server is an S3-compatible server and its root credentials.
 type server struct{ endpoint, access, secret string }
 
-func testServer(t *testing.T) server {
+func testServer(t testing.TB) server {
 	t.Helper()
 	return server{
 		endpoint: testenv.Require(t, testenv.S3EndpointVar),
@@ -62,7 +62,7 @@ func (s server) raw() *awss3.Client {
 
 // createBucket makes a bucket with a unique name, emptied and removed when
 // the test ends.
-func (s server) createBucket(t *testing.T) string {
+func (s server) createBucket(t testing.TB) string {
 	t.Helper()
 	var rnd [6]byte
 	rand.Read(rnd[:])
@@ -91,7 +91,7 @@ func (s server) createBucket(t *testing.T) string {
 	return name
 }
 
-func newBucket(t *testing.T, cfg s3.Config) *s3.Bucket {
+func newBucket(t testing.TB, cfg s3.Config) *s3.Bucket {
 	t.Helper()
 	b, err := s3.New(t.Context(), cfg, zaptest.NewLogger(t))
 	if err != nil {
@@ -354,4 +354,20 @@ func waitListening(t *testing.T, addr string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func TestComposeCrash(t *testing.T) {
+	srv := testServer(t)
+	cfg := srv.config(srv.createBucket(t))
+	cfg.Prefix = "gateway"
+	b := newBucket(t, cfg)
+	storagetest.ComposeCrash(t, b, b.CrashMidCompose)
+}
+
+// BenchmarkCompose: 32 parts of 8 MiB composed, against the same 256 MiB
+// uploaded as one object.
+func BenchmarkCompose(b *testing.B) {
+	srv := testServer(b)
+	bucket := newBucket(b, srv.config(srv.createBucket(b)))
+	storagetest.ComposeVsUpload(b, bucket, 32, 8*storagetest.MiB)
 }

@@ -8,10 +8,13 @@ package storagetest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aigateway/gateway/files/blob"
 )
@@ -166,4 +169,52 @@ func (g *gateReader) Read(p []byte) (int, error) {
 	n, err := g.r.Read(p)
 	g.n += int64(n)
 	return n, err
+}
+
+// ComposeCrash checks what a process dying in the middle of a Compose
+// leaves behind, and that the sweep removes it: state that PendingUploads
+// lists (a temporary file, a multipart upload, intermediate objects),
+// nothing List shows but the sources, no object under dst; AbortPending
+// leaves it while it is younger than the cutoff and removes it after, and
+// a Compose of the same dst then succeeds.
+//
+// b must be empty and implement blob.Pending. crash does what Compose
+// does up to some point in its middle, as the backend's own code would,
+// and returns there without cleaning up, as a dying process would.
+func ComposeCrash(t *testing.T, b blob.Bucket, crash func(ctx context.Context, dst string, srcs []string) error) {
+	p, ok := b.(blob.Pending)
+	if !ok {
+		t.Fatal("the bucket does not implement blob.Pending: a crashed compose's leftovers cannot be found")
+	}
+	ctx := opContext(t)
+	ws := newWorkspace()
+	// Past GCS's 32 sources per request, with an S3 part copied and
+	// others streamed.
+	srcs := uploadSources(t, b, ws, 1, append(manySmall(40), 6*MiB, 100)...)
+	keys := keysOf(srcs)
+	dst := "ws/" + ws + "/dst"
+	if err := crash(ctx, dst, keys); err != nil {
+		t.Fatalf("crash: %v", err)
+	}
+	pending, err := p.PendingUploads(ctx)
+	if err != nil || len(pending) == 0 {
+		t.Fatalf("after the crash: PendingUploads = %q, %v; want the compose's state", pending, err)
+	}
+	want := sortedKeys([][]source{srcs})
+	if got, err := b.List(ctx, ""); err != nil || !slices.Equal(got, want) {
+		t.Errorf("after the crash: List = %q, %v; want only the sources", got, err)
+	}
+	checkAbsent(t, b, dst)
+	if n, err := p.AbortPending(ctx, time.Now().Add(-time.Hour), 1000); err != nil || n != 0 {
+		t.Errorf("AbortPending of what is older than an hour = %d, %v; want 0", n, err)
+	}
+	if n, err := p.AbortPending(ctx, time.Now().Add(time.Hour), 1000); err != nil || n < 1 {
+		t.Errorf("AbortPending of everything = %d, %v; want the crashed compose's state", n, err)
+	}
+	NoLeftovers(t, b, want...)
+	if _, err := b.Compose(ctx, dst, keys, blob.UploadOptions{}); err != nil {
+		t.Fatalf("Compose after the sweep: %v", err)
+	}
+	MustContain(t, b, dst, concat(srcs))
+	NoLeftovers(t, b, sortedKeys([][]source{srcs}, dst)...)
 }
