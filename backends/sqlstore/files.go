@@ -36,52 +36,73 @@ func (s *Store) reserve(ctx context.Context, workspaceID string, bytes int64, up
 		return files.Reservation{}, workspace.ErrNotFound
 	}
 	now := micro(s.now())
-	res := files.Reservation{ID: uuid.NewString(), WorkspaceID: wsID, Bytes: bytes, ExpiresAt: now.Add(ttl)}
+	var res files.Reservation
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		err := ensureUsage(ctx, tx, wsID)
-		if s.d.violation(err) == violationForeignKey {
-			// PostgreSQL: the workspace was deleted after this statement
-			// read it and before the insert's foreign key check.
-			return workspace.ErrNotFound
-		}
+		stored, err := s.lockQuota(ctx, tx, wsID)
 		if err != nil {
-			return fmt.Errorf("sqlstore: reserve: %w", err)
+			return err
 		}
-		stored, err := lockUsage(ctx, tx, s.d, wsID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return workspace.ErrNotFound
-		}
-		if err != nil {
-			return fmt.Errorf("sqlstore: reserve: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx,
-			`DELETE FROM quota_reservations WHERE workspace_id = $1 AND expires_at <= $2`,
-			wsID, s.d.ts(now)); err != nil {
-			return fmt.Errorf("sqlstore: reserve: drop expired: %w", err)
-		}
-		var reserved int64
-		if err := tx.QueryRowContext(ctx,
-			`SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM quota_reservations WHERE workspace_id = $1`,
-			wsID).Scan(&reserved); err != nil {
-			return fmt.Errorf("sqlstore: reserve: %w", err)
-		}
-		// Written as a subtraction so huge values cannot overflow past the check.
-		left := limit - stored - reserved
-		if upTo && left > 0 {
-			res.Bytes = min(bytes, left)
-		}
-		if res.Bytes > left || (upTo && left <= 0) {
-			return &QuotaError{Limit: limit, Stored: stored, Reserved: reserved, Requested: bytes}
-		}
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO quota_reservations (id, workspace_id, bytes, expires_at) VALUES ($1, $2, $3, $4)`,
-			res.ID, wsID, res.Bytes, s.d.ts(res.ExpiresAt)); err != nil {
-			return fmt.Errorf("sqlstore: reserve: %w", err)
-		}
-		return nil
+		res, err = s.reserveLocked(ctx, tx, wsID, stored, bytes, upTo, limit, now, now.Add(ttl))
+		return err
 	})
 	if err != nil {
 		return files.Reservation{}, err
+	}
+	return res, nil
+}
+
+// lockQuota takes wsID's quota lock, its usage row (made on first need),
+// and returns its stored bytes; workspace.ErrNotFound for an unknown
+// workspace.
+func (s *Store) lockQuota(ctx context.Context, tx *sql.Tx, wsID string) (int64, error) {
+	err := ensureUsage(ctx, tx, wsID)
+	if s.d.violation(err) == violationForeignKey {
+		// PostgreSQL: the workspace was deleted after this statement
+		// read it and before the insert's foreign key check.
+		return 0, workspace.ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: reserve: %w", err)
+	}
+	stored, err := lockUsage(ctx, tx, s.d, wsID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, workspace.ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: reserve: %w", err)
+	}
+	return stored, nil
+}
+
+// reserveLocked is the quota decision of reserve, made under lockQuota's
+// lock (stored is what it returned): it drops the workspace's expired
+// reservations, counts the others, and inserts a reservation expiring at
+// expiresAt, or refuses with a *QuotaError.
+func (s *Store) reserveLocked(ctx context.Context, tx *sql.Tx, wsID string, stored, bytes int64, upTo bool, limit int64, now, expiresAt time.Time) (files.Reservation, error) {
+	res := files.Reservation{ID: uuid.NewString(), WorkspaceID: wsID, Bytes: bytes, ExpiresAt: expiresAt}
+	if _, err := tx.ExecContext(ctx,
+		`DELETE FROM quota_reservations WHERE workspace_id = $1 AND expires_at <= $2`,
+		wsID, s.d.ts(now)); err != nil {
+		return files.Reservation{}, fmt.Errorf("sqlstore: reserve: drop expired: %w", err)
+	}
+	var reserved int64
+	if err := tx.QueryRowContext(ctx,
+		`SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM quota_reservations WHERE workspace_id = $1`,
+		wsID).Scan(&reserved); err != nil {
+		return files.Reservation{}, fmt.Errorf("sqlstore: reserve: %w", err)
+	}
+	// Written as a subtraction so huge values cannot overflow past the check.
+	left := limit - stored - reserved
+	if upTo && left > 0 {
+		res.Bytes = min(bytes, left)
+	}
+	if res.Bytes > left || (upTo && left <= 0) {
+		return files.Reservation{}, &QuotaError{Limit: limit, Stored: stored, Reserved: reserved, Requested: bytes}
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO quota_reservations (id, workspace_id, bytes, expires_at) VALUES ($1, $2, $3, $4)`,
+		res.ID, wsID, res.Bytes, s.d.ts(res.ExpiresAt)); err != nil {
+		return files.Reservation{}, fmt.Errorf("sqlstore: reserve: %w", err)
 	}
 	return res, nil
 }
@@ -146,28 +167,36 @@ func (s *Store) Commit(ctx context.Context, res files.Reservation, rec files.Rec
 			return fmt.Errorf("%w: a file of %d bytes exceeds its reservation of %d",
 				files.ErrQuotaExceeded, rec.Size, reserved)
 		}
-		// sha256 is written empty: uploads no longer hash their bytes (the
-		// file id is the ETag), but the column stays, since migrations only
-		// add and a binary rolled back to one that still writes and reads
-		// it must keep working on this database.
-		_, err = tx.ExecContext(ctx, `INSERT INTO files
-			(id, workspace_id, key_id, filename, mime_type, size, sha256, backend, object_key, purpose, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, '', $7, $8, $9, $10)`,
-			rec.ID, wsID, rec.KeyID, rec.Filename, rec.MimeType, rec.Size, rec.Backend,
-			rec.ObjectKey, string(rec.Purpose), s.d.ts(micro(rec.CreatedAt)))
-		if s.d.violation(err) == violationPrimaryKey {
-			return fmt.Errorf("commit file: %w", ErrConflict)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlstore: commit file: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx,
-			`UPDATE workspace_usage SET stored_bytes = stored_bytes + $2 WHERE workspace_id = $1`,
-			wsID, rec.Size); err != nil {
-			return fmt.Errorf("sqlstore: commit file: %w", err)
-		}
-		return nil
+		return s.insertFile(ctx, tx, wsID, rec)
 	})
+}
+
+// insertFile inserts rec into wsID and adds its size to the workspace's
+// stored bytes, inside a transaction holding the workspace's quota lock
+// (lockUsage) whose reservation covers rec.Size. ErrConflict for a reused
+// rec.ID.
+func (s *Store) insertFile(ctx context.Context, tx *sql.Tx, wsID string, rec files.Record) error {
+	// sha256 is written empty: uploads no longer hash their bytes (the
+	// file id is the ETag), but the column stays, since migrations only
+	// add and a binary rolled back to one that still writes and reads
+	// it must keep working on this database.
+	_, err := tx.ExecContext(ctx, `INSERT INTO files
+		(id, workspace_id, key_id, filename, mime_type, size, sha256, backend, object_key, purpose, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, '', $7, $8, $9, $10)`,
+		rec.ID, wsID, rec.KeyID, rec.Filename, rec.MimeType, rec.Size, rec.Backend,
+		rec.ObjectKey, string(rec.Purpose), s.d.ts(micro(rec.CreatedAt)))
+	if s.d.violation(err) == violationPrimaryKey {
+		return fmt.Errorf("commit file: %w", ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: commit file: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx,
+		`UPDATE workspace_usage SET stored_bytes = stored_bytes + $2 WHERE workspace_id = $1`,
+		wsID, rec.Size); err != nil {
+		return fmt.Errorf("sqlstore: commit file: %w", err)
+	}
+	return nil
 }
 
 // Release drops a reservation. Releasing twice, or after Commit, is
