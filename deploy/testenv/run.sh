@@ -61,11 +61,13 @@ if [ "${1:-}" = "--prepare" ]; then
 fi
 
 start_redis "$state"
+start_redis_topologies "$state" # ready in the background, waited for below
 start_postgres "$state"
 start_s3 "$state"
 start_gcs "$state"
 find_chromium
 find_axe "$root"
+wait_redis_topologies
 
 if [ $# -eq 0 ]; then
   set -- go test -race -count=1 ./...
