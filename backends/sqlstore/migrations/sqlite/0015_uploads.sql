@@ -1,0 +1,47 @@
+-- Resumable uploads and their parts.
+--
+-- workspace_id has no foreign key: a workspace may be deleted while rows of
+-- its finished uploads remain (a pending one holds an unexpired quota
+-- reservation, which refuses the deletion). parts_count and parts_bytes are
+-- the sums of the upload's parts, kept by each part's insert under the
+-- write lock, so adding a part never sums thousands of rows.
+CREATE TABLE uploads (
+    id             TEXT    NOT NULL PRIMARY KEY,
+    workspace_id   TEXT    NOT NULL,
+    key_id         TEXT    NOT NULL,
+    filename       TEXT    NOT NULL,
+    mime_type      TEXT    NOT NULL,
+    purpose        TEXT    NOT NULL,
+    bytes          INTEGER NOT NULL CHECK (bytes >= 0),
+    status         TEXT    NOT NULL CHECK (status IN ('pending', 'completed', 'cancelled', 'expired')),
+    created_at     INTEGER NOT NULL,
+    expires_at     INTEGER NOT NULL,
+    reservation_id TEXT    NOT NULL,
+    file_id        TEXT,
+    parts_count    INTEGER NOT NULL DEFAULT 0,
+    parts_bytes    INTEGER NOT NULL DEFAULT 0,
+    CHECK (parts_count >= 0 AND parts_bytes >= 0 AND parts_bytes <= bytes)
+) STRICT;
+
+-- A workspace's pending uploads, counted against its limit at each
+-- creation, and those past their time, for the sweeper to expire.
+CREATE INDEX uploads_pending_workspace ON uploads (workspace_id, expires_at) WHERE status = 'pending';
+CREATE INDEX uploads_pending_expires_at ON uploads (expires_at) WHERE status = 'pending';
+
+-- seq is the part's place in the order parts were stored. settled_at is set
+-- when the upload stops being pending: from then on the part's object may
+-- be deleted, and the partial index lists exactly those parts, however
+-- many uploads have come and gone.
+CREATE TABLE upload_parts (
+    id         TEXT    NOT NULL PRIMARY KEY,
+    upload_id  TEXT    NOT NULL REFERENCES uploads (id),
+    seq        INTEGER NOT NULL,
+    bytes      INTEGER NOT NULL CHECK (bytes >= 0),
+    object_key TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    settled_at INTEGER,
+    UNIQUE (upload_id, seq)
+) STRICT;
+
+CREATE INDEX upload_parts_settled ON upload_parts (settled_at) WHERE settled_at IS NOT NULL;
+CREATE INDEX upload_parts_object_key ON upload_parts (object_key);
