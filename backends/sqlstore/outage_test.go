@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -13,9 +14,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aigateway/gateway/internal/outage"
+	"github.com/aigateway/gateway/internal/testenv"
 	"github.com/aigateway/gateway/workspace"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -24,6 +28,13 @@ import (
 // TestClassify: an outage of the database becomes outage.ErrUnavailable
 // and nothing else does, so a bug is never answered "try again".
 func TestClassify(t *testing.T) {
+	// A real error of a DSN whose hosts all refuse: pgconn's ConnectError
+	// (a failover's dead primary and a standby not yet promoted answer
+	// with one too: refused, then "read only connection").
+	_, noHost := pgconn.Connect(context.Background(), "postgres://app@127.0.0.1:1,127.0.0.1:2/x?connect_timeout=2&target_session_attrs=read-write")
+	if noHost == nil {
+		t.Fatal("connected to ports 1 and 2")
+	}
 	tests := []struct {
 		name string
 		err  error
@@ -36,6 +47,9 @@ func TestClassify(t *testing.T) {
 		{"connection dropped", fmt.Errorf("query: %w", io.ErrUnexpectedEOF), true},
 		{"dial refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
 		{"connection closed under pgx", fmt.Errorf("begin: %w", pgconn.ErrConnClosed), true},
+		{"no host takes writes", fmt.Errorf("begin: %w", noHost), true},
+		{"read-only server", &pgconn.PgError{Severity: "ERROR", Code: "25006"}, true},
+		{"crash shutdown", &pgconn.PgError{Severity: "FATAL", Code: "57P02"}, true},
 		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
 		{"syntax error", &pgconn.PgError{Code: "42601"}, false},
 		{"domain outcome", workspace.ErrNotFound, false},
@@ -58,6 +72,98 @@ func TestClassify(t *testing.T) {
 	s.classify(&none)
 	if none != nil {
 		t.Errorf("classify(nil) = %v", none)
+	}
+}
+
+// TestKeepConn: the connections an error leaves in the pool are those
+// that can still serve: not after a FATAL error (the server ends the
+// session) nor on a read-only server.
+func TestKeepConn(t *testing.T) {
+	tests := []struct {
+		severity, code string
+		keep           bool
+	}{
+		{"FATAL", "57P01", false}, // admin shutdown
+		{"FATAL", "53300", false}, // too many connections
+		{"ERROR", "25006", false}, // read-only server
+		{"ERROR", "23505", true},  // a duplicate: a fine connection
+		{"ERROR", "40001", true},  // serialization failure
+		{"ERROR", "57014", true},  // statement cancelled by its context
+	}
+	for _, tc := range tests {
+		if got := keepConn(&pgconn.PgError{Severity: tc.severity, Code: tc.code}); got != tc.keep {
+			t.Errorf("%s %s: keep = %v, want %v", tc.severity, tc.code, got, tc.keep)
+		}
+	}
+}
+
+// TestPostgresReadOnlyHost: when the server the pool's connections are on
+// becomes read-only, the writes that meet it fail as an outage, its
+// connections leave the pool, and the next writes go to the host of a
+// multi-host DSN that takes them (target_session_attrs=read-write) rather
+// than to the read-only one for as long as the pool keeps them. Two
+// clusters of the test's own: one is made read-only.
+func TestPostgresReadOnlyHost(t *testing.T) {
+	first := testenv.StartPostgres(t, testenv.PostgresOptions{})
+	second := testenv.StartPostgres(t, testenv.PostgresOptions{})
+	pg := backend{driver: DriverPostgres}
+	pg.open(t, second.URL) // its schema, as a promoted standby has it
+	s := pg.open(t, fmt.Sprintf("postgres://app@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write",
+		first.Port, second.Port))
+	ctx := testContext(t)
+	// Several connections to the first server in the pool.
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() { mustUser(t, s, fmt.Sprintf("before-%d", i)) })
+	}
+	wg.Wait()
+
+	admin, err := pgx.Connect(ctx, first.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "ALTER SYSTEM SET default_transaction_read_only = on"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		t.Fatal(err)
+	}
+	onSecond := func(user string) bool {
+		c, err := pgx.Connect(ctx, second.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM users WHERE id = $1", user).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	// Until the reload reaches them the first server's sessions still
+	// write; then each fails once, as an outage, and leaves the pool.
+	refused := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ {
+		user := fmt.Sprintf("after-%d", i)
+		err := s.EnsureUser(ctx, user)
+		switch {
+		case err == nil && onSecond(user):
+			if refused == 0 {
+				t.Error("no write met the read-only server")
+			}
+			t.Logf("%d writes refused before one reached the writable host", refused)
+			return
+		case err != nil && !errors.Is(err, outage.ErrUnavailable):
+			t.Fatalf("a write on the read-only server: %v, want ErrUnavailable", err)
+		case err != nil:
+			refused++
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write reached the writable host within 10s (%d refused as read-only)", refused)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline
 	}
 }
 

@@ -18,6 +18,11 @@ const (
 	pgUniqueViolation     = "23505"
 	pgForeignKeyViolation = "23503"
 	pgOutOfRange          = "22003" // numeric_value_out_of_range
+	// pgReadOnly (read_only_sql_transaction): a write reached a server that
+	// takes none, such as a primary demoted to a standby, or one its
+	// operator or host made read-only (default_transaction_read_only, as
+	// managed services do when the disk fills up).
+	pgReadOnly = "25006"
 )
 
 // pgMigrationLockKey names the advisory lock held while migrating: the
@@ -76,8 +81,10 @@ func postgresViolation(err error) violation {
 // postgresUnavailable recognises a server that cannot serve right now:
 // SQLSTATE classes 08 (connection exception) and 53 (insufficient
 // resources, such as too many connections), 57P01-57P03 (administrator or
-// crash shutdown, cannot connect now), and pgx's own failures of the
-// connection: dial, timeout, a connection it had already closed (the server
+// crash shutdown, cannot connect now), 25006 (a read-only server: during a
+// failover, the old primary or a standby), and pgx's own failures of the
+// connection: dial (which covers a multi-host DSN finding no host that
+// takes writes), timeout, a connection it had already closed (the server
 // went away under it), or any error it marks safe to retry (nothing was
 // sent).
 func postgresUnavailable(err error) bool {
@@ -93,10 +100,21 @@ func postgresUnavailable(err error) bool {
 	switch {
 	case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "53"):
 		return true
-	case pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03":
+	case pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", pe.Code == pgReadOnly:
 		return true
 	}
 	return false
+}
+
+// keepConn is the pgconn.Config.OnPgError of the store's connections: false
+// closes the connection the error came on. pgx closes on FATAL errors (the
+// server is ending the session anyway); the store closes on a read-only
+// server too, so that the pool does not keep a connection that can never
+// write again and the next one is dialled afresh: to the next host of a
+// multi-host DSN that takes writes (target_session_attrs=read-write), or
+// to wherever a DNS name of the primary points now.
+func keepConn(pe *pgconn.PgError) bool {
+	return !strings.EqualFold(pe.Severity, "FATAL") && pe.Code != pgReadOnly
 }
 
 // defaultConnectTimeout bounds each dial when the DSN sets no
@@ -118,6 +136,7 @@ func openPostgres(ctx context.Context, dsn string, log *zap.Logger) (*Store, err
 		// SYN retries (minutes): start-up should fail fast and say why.
 		cfg.ConnectTimeout = defaultConnectTimeout
 	}
+	cfg.OnPgError = func(_ *pgconn.PgConn, pe *pgconn.PgError) bool { return keepConn(pe) }
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(pgMaxOpenConns)
 	db.SetMaxIdleConns(pgMaxOpenConns)
