@@ -167,6 +167,51 @@ func TestPostgresReadOnlyHost(t *testing.T) {
 	}
 }
 
+// TestPostgresSilentFirstHost: a multi-host DSN whose first host takes
+// connections and never answers (a failover's old primary whose machine
+// went silent) reaches the next host within multiHostConnectTimeout of
+// each attempt, not the single host's ten seconds.
+func TestPostgresSilentFirstHost(t *testing.T) {
+	b := postgresBackend(t)
+	dsn := b.fresh(t)
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held sync.WaitGroup
+	t.Cleanup(func() { _ = silent.Close(); held.Wait() })
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held.Go(func() { _, _ = io.Copy(io.Discard, c); _ = c.Close() })
+		}
+	}()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = silent.Addr().String() + "," + net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
+	q := u.Query()
+	q.Set("target_session_attrs", "read-write")
+	u.RawQuery = q.Encode()
+
+	start := time.Now()
+	s := b.open(t, u.String())
+	mustUser(t, s, "alice")
+	took := time.Since(start)
+	// Open and the write run one after the other on one connection: one wait.
+	if took < multiHostConnectTimeout || took > multiHostConnectTimeout+3*time.Second {
+		t.Errorf("open and write took %v past a silent first host, want about %v", took, multiHostConnectTimeout)
+	}
+}
+
 // TestPostgresOutage cuts a real PostgreSQL server off from the store (a
 // proxy between them stops) and checks reads and writes report the outage
 // as outage.ErrUnavailable, then recover when it comes back.

@@ -117,9 +117,17 @@ func keepConn(pe *pgconn.PgError) bool {
 	return !strings.EqualFold(pe.Severity, "FATAL") && pe.Code != pgReadOnly
 }
 
-// defaultConnectTimeout bounds each dial when the DSN sets no
-// connect_timeout.
-const defaultConnectTimeout = 10 * time.Second
+// Bounds of each connection attempt to one host (dial, TLS, start-up and
+// the read-write check) when the DSN sets no connect_timeout.
+const (
+	defaultConnectTimeout = 10 * time.Second
+	// multiHostConnectTimeout is shorter: pgx tries a multi-host DSN's
+	// hosts in order for every new connection, so after a failover whose
+	// old primary's machine went silent (no refusal, just no answer) each
+	// connection first waits this long on it, and the pool, whose
+	// connections all died with that primary, makes new ones at once.
+	multiHostConnectTimeout = 3 * time.Second
+)
 
 // openPostgres connects through pgx's database/sql driver. database/sql
 // rather than pgxpool keeps one code path for both databases; pgx still
@@ -135,6 +143,9 @@ func openPostgres(ctx context.Context, dsn string, log *zap.Logger) (*Store, err
 		// Without one a dial to an unreachable host waits for the kernel's
 		// SYN retries (minutes): start-up should fail fast and say why.
 		cfg.ConnectTimeout = defaultConnectTimeout
+		if len(cfg.Fallbacks) > 0 {
+			cfg.ConnectTimeout = multiHostConnectTimeout
+		}
 	}
 	cfg.OnPgError = func(_ *pgconn.PgConn, pe *pgconn.PgError) bool { return keepConn(pe) }
 	db := stdlib.OpenDB(*cfg)
