@@ -1,11 +1,16 @@
 -- Resumable uploads and their parts.
 --
+-- IF NOT EXISTS: nothing here depends on the usage tables, so a database
+-- whose record of versions was rewound below this one (as the usage
+-- upgrade test rewinds it to before version 12) applies it again without
+-- losing or refusing anything.
+--
 -- workspace_id has no foreign key: a workspace may be deleted while rows of
 -- its finished uploads remain (a pending one holds an unexpired quota
 -- reservation, which refuses the deletion). parts_count and parts_bytes are
 -- the sums of the upload's parts, kept by each part's insert under the
 -- write lock, so adding a part never sums thousands of rows.
-CREATE TABLE uploads (
+CREATE TABLE IF NOT EXISTS uploads (
     id             TEXT    NOT NULL PRIMARY KEY,
     workspace_id   TEXT    NOT NULL,
     key_id         TEXT    NOT NULL,
@@ -25,14 +30,14 @@ CREATE TABLE uploads (
 
 -- A workspace's pending uploads, counted against its limit at each
 -- creation, and those past their time, for the sweeper to expire.
-CREATE INDEX uploads_pending_workspace ON uploads (workspace_id, expires_at) WHERE status = 'pending';
-CREATE INDEX uploads_pending_expires_at ON uploads (expires_at) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS uploads_pending_workspace ON uploads (workspace_id, expires_at) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS uploads_pending_expires_at ON uploads (expires_at) WHERE status = 'pending';
 
 -- seq is the part's place in the order parts were stored. settled_at is set
 -- when the upload stops being pending: from then on the part's object may
 -- be deleted, and the partial index lists exactly those parts, however
 -- many uploads have come and gone.
-CREATE TABLE upload_parts (
+CREATE TABLE IF NOT EXISTS upload_parts (
     id         TEXT    NOT NULL PRIMARY KEY,
     upload_id  TEXT    NOT NULL REFERENCES uploads (id),
     seq        INTEGER NOT NULL,
@@ -43,5 +48,5 @@ CREATE TABLE upload_parts (
     UNIQUE (upload_id, seq)
 ) STRICT;
 
-CREATE INDEX upload_parts_settled ON upload_parts (settled_at) WHERE settled_at IS NOT NULL;
-CREATE INDEX upload_parts_object_key ON upload_parts (object_key);
+CREATE INDEX IF NOT EXISTS upload_parts_settled ON upload_parts (settled_at) WHERE settled_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS upload_parts_object_key ON upload_parts (object_key);
