@@ -44,6 +44,7 @@ type redisServer struct {
 	dir  string
 	port int
 	args []string // more arguments of redis-server (a replica's --replicaof)
+	auth *tlsAuth // nil: plain TCP, no ACL user
 	cmd  *exec.Cmd
 }
 
@@ -51,11 +52,74 @@ type redisServer struct {
 // free loopback port, in a temporary directory, without persistence.
 func startRedisServer(t testing.TB, args ...string) *redisServer {
 	t.Helper()
+	return startAuthRedisServer(t, nil, args...)
+}
+
+// startAuthRedisServer is startRedisServer taking TLS only and auth's
+// user alone when auth is not nil.
+func startAuthRedisServer(t testing.TB, auth *tlsAuth, args ...string) *redisServer {
+	t.Helper()
 	bin := testenv.Require(t, testenv.RedisServerVar)
-	s := &redisServer{t: t, bin: bin, dir: t.TempDir(), port: freePort(t), args: args}
+	s := &redisServer{t: t, bin: bin, dir: t.TempDir(), port: freePort(t), args: args, auth: auth}
 	s.start()
 	t.Cleanup(s.kill)
 	return s
+}
+
+// client returns a client of this server alone, which the caller closes.
+func (s *redisServer) client() *goredis.Client {
+	o := &goredis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 100 * time.Millisecond}
+	s.auth.apply(s.t, o)
+	return goredis.NewClient(o)
+}
+
+// tlsAuth is a CA, a certificate it signed for 127.0.0.1 (a server's and a
+// client's), and one ACL user: servers started with it take TLS only,
+// ask clients for a certificate, and know that user alone.
+type tlsAuth struct {
+	caFile, certFile, keyFile string
+	user, pass                string
+}
+
+func newTLSAuth(t testing.TB) *tlsAuth {
+	t.Helper()
+	dir := t.TempDir()
+	ca, caKey := writeCA(t, dir)
+	cert, key := writeLeaf(t, dir, "node", ca, caKey)
+	return &tlsAuth{caFile: filepath.Join(dir, "ca.pem"), certFile: cert, keyFile: key, user: "gw", pass: "s3cret"}
+}
+
+// serverArgs are redis-server's arguments for port: TLS only (replication
+// and a Cluster's bus too), the default user off, replicas authenticating
+// to their master as the user.
+func (a *tlsAuth) serverArgs(port int) []string {
+	return []string{"--port", "0", "--tls-port", strconv.Itoa(port),
+		"--tls-cert-file", a.certFile, "--tls-key-file", a.keyFile, "--tls-ca-cert-file", a.caFile,
+		"--tls-replication", "yes", "--tls-cluster", "yes",
+		"--user", "default", "off", "--user", a.user, "on", ">" + a.pass, "~*", "&*", "+@all",
+		"--masteruser", a.user, "--masterauth", a.pass}
+}
+
+// options are the limiter's client options for this user over TLS.
+func (a *tlsAuth) options(o ClientOptions) ClientOptions {
+	if a != nil {
+		o.Username, o.Password = a.user, a.pass
+		o.TLS = &TLSOptions{CAFile: a.caFile, CertFile: a.certFile, KeyFile: a.keyFile}
+	}
+	return o
+}
+
+// apply makes o, a test's own client, connect as the user over TLS (a nil
+// a: unchanged).
+func (a *tlsAuth) apply(t testing.TB, o *goredis.Options) {
+	if a == nil {
+		return
+	}
+	c, err := (&TLSOptions{CAFile: a.caFile, CertFile: a.certFile, KeyFile: a.keyFile}).config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.TLSConfig, o.Username, o.Password = c, a.user, a.pass
 }
 
 func (s *redisServer) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
@@ -63,8 +127,14 @@ func (s *redisServer) URL() string  { return "redis://" + s.Addr() + "/0" }
 
 func (s *redisServer) start() {
 	s.t.Helper()
-	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port),
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--daemonize", "no"}, s.args...)
+	listen := []string{"--port", strconv.Itoa(s.port)}
+	if s.auth != nil {
+		listen = s.auth.serverArgs(s.port)
+	}
+	// --repl-diskless-sync-delay 0: a master waits 5 s by default for more
+	// replicas before it sends the first a copy of its data.
+	args := append(append([]string{"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--daemonize", "no", "--repl-diskless-sync-delay", "0"}, listen...), s.args...)
 	cmd := exec.Command(s.bin, args...)
 	log, err := os.Create(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", time.Now().UnixNano())))
 	if err != nil {
@@ -77,7 +147,7 @@ func (s *redisServer) start() {
 	}
 	s.cmd = cmd
 	// Ready when it answers PING.
-	c := goredis.NewClient(&goredis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	c := s.client()
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

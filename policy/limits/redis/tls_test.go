@@ -98,7 +98,7 @@ func TestTLSWithAnACLUser(t *testing.T) {
 	}
 }
 
-func writeCA(t *testing.T, dir string) (*x509.Certificate, *ecdsa.PrivateKey) {
+func writeCA(t testing.TB, dir string) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -123,7 +123,7 @@ func writeCA(t *testing.T, dir string) (*x509.Certificate, *ecdsa.PrivateKey) {
 
 // writeLeaf writes a certificate for 127.0.0.1 signed by ca, good for a
 // server and a client, and returns the files of it and its key.
-func writeLeaf(t *testing.T, dir, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (certFile, keyFile string) {
+func writeLeaf(t testing.TB, dir, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (certFile, keyFile string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -150,7 +150,7 @@ func writeLeaf(t *testing.T, dir, name string, ca *x509.Certificate, caKey *ecds
 	return certFile, keyFile
 }
 
-func writePEM(t *testing.T, path, kind string, der []byte) {
+func writePEM(t testing.TB, path, kind string, der []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
