@@ -327,7 +327,7 @@ func sdkNode(t *testing.T) (node, dir string) {
 		}
 	}
 	// The scripts run beside node_modules, where Node resolves the SDKs.
-	for _, f := range []string{"sdk.mjs", "run.mjs", "capture.mjs", "keys.mjs", "models.mjs"} {
+	for _, f := range []string{"sdk.mjs", "run.mjs", "capture.mjs", "keys.mjs", "models.mjs", "uploads.mjs"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "sdk", f))
 		if err != nil {
 			t.Fatal(err)

@@ -133,6 +133,7 @@ func (a *App) build(ctx context.Context) error {
 		SpendGuard:      svc.enforcer,
 		Files:           a.files,
 		FileReader:      svc.reader,
+		Uploads:         svc.uploads,
 		Limits:          lims.requests,
 		Registry:        a.registry,
 		TrustedProxies:  a.rt.Config.Server.TrustedPrefixes(),
@@ -238,6 +239,7 @@ type services struct {
 	auth         *keys.Authenticator
 	enforcer     *spend.Enforcer
 	ingest       *lowprio.Pool
+	uploads      *files.Resumable
 }
 
 func (a *App) buildServices(bucket blob.Bucket, secrets secrets, lims limitSet) (services, error) {
@@ -281,6 +283,12 @@ func (a *App) buildServices(bucket blob.Bucket, secrets secrets, lims limitSet) 
 		Store: st, Keys: st, Bucket: bucket, Opener: keyring,
 		Workspaces: svc.workspaces, Admission: lims.admission, Log: slogOf(log),
 	})
+
+	svc.uploads = files.NewResumable(files.ResumableConfig{
+		MaxBytes:            int64(cfg.Uploads.MaxBytes),
+		TTL:                 cfg.Uploads.TTL,
+		PendingPerWorkspace: cfg.Uploads.PendingPerWorkspace,
+	}, a.files, st)
 
 	// Revocations made through any replica (or the CLI) reach this one's
 	// authentication cache through the store's change log.

@@ -1,0 +1,358 @@
+package e2e
+
+// Resumable uploads, end to end: a file sent in parts (out of order, at
+// once), assembled in each storage backend, read back whole; and every
+// refusal the contract names leaving nothing made and nothing held.
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/files"
+)
+
+const uploadsPath = "/api/v1/uploads"
+
+// uploadJSON posts a JSON body to an uploads route and decodes the answer.
+func (e *fileEnv) uploadJSON(t *testing.T, key, path, body string) (int, map[string]any, []byte) {
+	t.Helper()
+	resp, raw := e.g.do(t, "POST", path, key, strings.NewReader(body), http.Header{"Content-Type": {"application/json"}})
+	return resp.StatusCode, fileJSON(t, raw), raw
+}
+
+// createUpload starts an upload and returns its id.
+func (e *fileEnv) createUpload(t *testing.T, key, filename, mimeType string, size int) string {
+	t.Helper()
+	status, m, raw := e.uploadJSON(t, key, uploadsPath,
+		fmt.Sprintf(`{"bytes":%d,"filename":%q,"mime_type":%q,"purpose":"assistants"}`, size, filename, mimeType))
+	if status != http.StatusOK {
+		t.Fatalf("create upload = %d %s", status, raw)
+	}
+	if m["object"] != "upload" || m["status"] != "pending" || m["file"] != nil || m["bytes"] != json.Number(fmt.Sprint(size)) {
+		t.Fatalf("created upload = %s", raw)
+	}
+	id, _ := m["id"].(string)
+	if !strings.HasPrefix(id, "upload_") {
+		t.Fatalf("upload id %q", id)
+	}
+	return id
+}
+
+// sendPart sends one part and returns the answer.
+func (e *fileEnv) sendPart(t *testing.T, key, id string, data []byte) (int, map[string]any, []byte) {
+	t.Helper()
+	body, ct := fileForm(filePart{name: "data", filename: "blob", contentType: "application/octet-stream", data: data})
+	resp, raw := e.g.do(t, "POST", uploadsPath+"/"+id+"/parts", key, bytes.NewReader(body), http.Header{"Content-Type": {ct}})
+	return resp.StatusCode, fileJSON(t, raw), raw
+}
+
+// getUpload reads an upload with its parts.
+func (e *fileEnv) getUpload(t *testing.T, key, id string) map[string]any {
+	t.Helper()
+	resp, raw := e.g.do(t, "GET", uploadsPath+"/"+id, key, nil, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET upload = %d %s", resp.StatusCode, raw)
+	}
+	return fileJSON(t, raw)
+}
+
+func partIDs(ids []string) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+func TestResumableUpload(t *testing.T) {
+	for _, sc := range storageCases() {
+		t.Run(sc.name, func(t *testing.T) {
+			cfg := fileTestConfig(t)
+			cfg.Files.Downloadable = true
+			sc.configure(t, &cfg)
+			e := newFileEnv(t, cfg)
+			key, ws := e.standardKey(t, "uploader")
+			before := e.state(t)
+
+			// Parts below S3's 5 MiB minimum in every position but the
+			// last, and one above it, sent at once, in no order.
+			sizes := []int{6 << 20, 1 << 20, 300 << 10, 5 << 20, 2 << 20, 1000}
+			total := 0
+			for _, n := range sizes {
+				total += n
+			}
+			data := filePDF(total)
+			id := e.createUpload(t, key, "dataset.pdf", "application/pdf", total)
+
+			ids := make([]string, len(sizes))
+			var wg sync.WaitGroup
+			errs := make(chan string, len(sizes))
+			off := 0
+			for i, n := range sizes {
+				chunk := data[off : off+n]
+				off += n
+				wg.Go(func() {
+					status, m, raw := e.sendPart(t, key, id, chunk)
+					if status != http.StatusOK || m["object"] != "upload.part" || m["upload_id"] != id {
+						errs <- fmt.Sprintf("part %d = %d %s", i, status, raw)
+						return
+					}
+					ids[i], _ = m["id"].(string)
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for msg := range errs {
+				t.Fatal(msg)
+			}
+
+			got := e.getUpload(t, key, id)
+			parts, _ := got["parts"].([]any)
+			if len(parts) != len(sizes) || got["status"] != "pending" {
+				t.Fatalf("GET upload before completing = %v", got)
+			}
+
+			// A wrong order's md5 does not match: refused, still pending.
+			// (The first part stays first, so the type still holds.)
+			wrong := slices.Clone(ids)
+			wrong[1], wrong[2] = wrong[2], wrong[1]
+			sum := md5.Sum(data)
+			status, _, raw := e.uploadJSON(t, key, uploadsPath+"/"+id+"/complete",
+				fmt.Sprintf(`{"part_ids":%s,"md5":%q}`, partIDs(wrong), hex.EncodeToString(sum[:])))
+			if status != http.StatusBadRequest || !strings.Contains(string(raw), "md5") {
+				t.Fatalf("complete in the wrong order with the md5 = %d %s, want 400 naming md5", status, raw)
+			}
+			if st := e.getUpload(t, key, id)["status"]; st != "pending" {
+				t.Fatalf("after a refused complete: status %v, want pending", st)
+			}
+
+			status, m, raw := e.uploadJSON(t, key, uploadsPath+"/"+id+"/complete",
+				fmt.Sprintf(`{"part_ids":%s,"md5":%q}`, partIDs(ids), hex.EncodeToString(sum[:])))
+			if status != http.StatusOK || m["status"] != "completed" {
+				t.Fatalf("complete = %d %s", status, raw)
+			}
+			file, _ := m["file"].(map[string]any)
+			fileID, _ := file["id"].(string)
+			if fileID == "" || file["size_bytes"] != json.Number(fmt.Sprint(total)) || file["mime_type"] != "application/pdf" {
+				t.Fatalf("completed upload's file = %v", file)
+			}
+			e.wantStored(t, ws, fileID, "dataset.pdf", "application/pdf", data)
+
+			// The file is an ordinary file: read back whole, and with a range.
+			resp, content := e.g.do(t, "GET", "/api/v1/files/"+fileID+"/content", key, nil, nil)
+			if resp.StatusCode != http.StatusOK || !bytes.Equal(content, data) {
+				t.Fatalf("content = %d, %d bytes; want 200 and the %d bytes sent", resp.StatusCode, len(content), total)
+			}
+			resp, content = e.g.do(t, "GET", "/api/v1/files/"+fileID+"/content", key, nil, http.Header{"Range": {"bytes=1048570-1048585"}})
+			if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(content, data[1048570:1048586]) {
+				t.Fatalf("range across the first parts' seam = %d %q", resp.StatusCode, content)
+			}
+
+			// Completed: its parts are gone, its answer keeps the file.
+			got = e.getUpload(t, key, id)
+			if got["status"] != "completed" || len(got["parts"].([]any)) != 0 {
+				t.Errorf("GET completed upload = %v, want completed with no parts left", got)
+			}
+			status, _, raw = e.uploadJSON(t, key, uploadsPath+"/"+id+"/complete", fmt.Sprintf(`{"part_ids":%s}`, partIDs(ids)))
+			if status != http.StatusBadRequest || !strings.Contains(string(raw), "completed") {
+				t.Errorf("completing twice = %d %s, want 400 naming the status", status, raw)
+			}
+			status, _, raw = e.sendPart(t, key, id, []byte("late"))
+			if status != http.StatusBadRequest || !strings.Contains(string(raw), "completed") {
+				t.Errorf("a part after completion = %d %s, want 400 naming the status", status, raw)
+			}
+
+			// Only the file is left: no part, no reservation, and the
+			// workspace is charged the file's size.
+			after := e.state(t)
+			wantObjects := slices.Sorted(slices.Values(append(slices.Clone(before.objects), files.ObjectKey(ws, fileID))))
+			if !slices.Equal(after.objects, wantObjects) || after.rows != before.rows+1 || after.stored != before.stored+int64(total) {
+				t.Errorf("after completing: objects %v, %d rows, %d bytes stored; want %v, %d, %d",
+					after.objects, after.rows, after.stored, wantObjects, before.rows+1, before.stored+int64(total))
+			}
+			for _, p := range e.residue() {
+				t.Errorf("left behind: %s", p)
+			}
+		})
+	}
+}
+
+func TestResumableUploadRefusals(t *testing.T) {
+	cfg := fileTestConfig(t)
+	storageCases()[0].configure(t, &cfg)
+	cfg.Limits.WorkspaceStorageBytes = 64 << 20
+	cfg.Limits.MaxFileBytes = 1 << 20
+	e := newFileEnv(t, cfg)
+	key, _ := e.standardKey(t, "careful")
+	otherKey, _ := e.standardKey(t, "other")
+	before := e.state(t)
+
+	for name, body := range map[string]string{
+		"bytes 0":         `{"bytes":0,"filename":"a.txt","mime_type":"text/plain","purpose":"batch"}`,
+		"bytes too many":  `{"bytes":9000000000000,"filename":"a.txt","mime_type":"text/plain","purpose":"batch"}`,
+		"unknown field":   `{"bytes":10,"filename":"a.txt","mime_type":"text/plain","purpose":"batch","color":"red"}`,
+		"missing purpose": `{"bytes":10,"filename":"a.txt","mime_type":"text/plain"}`,
+		"bad purpose":     `{"bytes":10,"filename":"a.txt","mime_type":"text/plain","purpose":"nope"}`,
+		"bad filename":    `{"bytes":10,"filename":"../a.txt","mime_type":"text/plain","purpose":"batch"}`,
+		"bad mime":        `{"bytes":10,"filename":"a.txt","mime_type":"///","purpose":"batch"}`,
+		"expires_after":   `{"bytes":10,"filename":"a.txt","mime_type":"text/plain","purpose":"batch","expires_after":{"anchor":"created_at","seconds":3600}}`,
+		"malformed":       `{"bytes":10,`,
+		"duplicate key":   `{"bytes":10,"bytes":11,"filename":"a.txt","mime_type":"text/plain","purpose":"batch"}`,
+	} {
+		status, m, raw := e.uploadJSON(t, key, uploadsPath, body)
+		if status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", name, status, raw)
+			continue
+		}
+		if _, ok := m["error"].(map[string]any)["metadata"].(map[string]any)["fields"]; !ok {
+			t.Errorf("%s: %s names no field", name, raw)
+		}
+	}
+	// Over the quota: the same refusal as an upload.
+	status, _, raw := e.uploadJSON(t, key, uploadsPath, fmt.Sprintf(`{"bytes":%d,"filename":"a.txt","mime_type":"text/plain","purpose":"batch"}`, 65<<20))
+	if status != http.StatusForbidden || !strings.Contains(string(raw), fileMsgQuota) {
+		t.Errorf("over the quota: %d %s, want 403 %q", status, raw, fileMsgQuota)
+	}
+
+	// An upload larger than one request may hold (max_file_bytes is 1 MiB).
+	data := fileText(3 << 20)
+	id := e.createUpload(t, key, "notes.txt", "text/plain", len(data))
+
+	// Another user's key, and an unknown id, get the same 404, byte for byte.
+	resp1, unknown := e.g.do(t, "GET", uploadsPath+"/upload_aaaaaaaaaaaaaaaaaaaaaaaa", otherKey, nil, nil)
+	resp2, foreign := e.g.do(t, "GET", uploadsPath+"/"+id, otherKey, nil, nil)
+	if resp1.StatusCode != http.StatusNotFound || resp2.StatusCode != http.StatusNotFound || !bytes.Equal(unknown, foreign) {
+		t.Errorf("unknown id %d %s; another user's %d %s: want the same 404", resp1.StatusCode, unknown, resp2.StatusCode, foreign)
+	}
+	if status, _, raw := e.sendPart(t, otherKey, id, data[:10]); status != http.StatusNotFound {
+		t.Errorf("a part to another user's upload = %d %s, want 404", status, raw)
+	}
+
+	// Parts: more than the upload takes is refused and not kept.
+	p1 := data[:2<<20]
+	status, m, raw := e.sendPart(t, key, id, p1)
+	if status != http.StatusOK {
+		t.Fatalf("part 1 = %d %s", status, raw)
+	}
+	first, _ := m["id"].(string)
+	if status, _, raw := e.sendPart(t, key, id, data[:(1<<20)+1]); status != http.StatusBadRequest || !strings.Contains(string(raw), "data") {
+		t.Errorf("a part past the upload's bytes = %d %s, want 400 naming data", status, raw)
+	}
+	if status, _, raw := e.sendPart(t, key, id, nil); status != http.StatusBadRequest {
+		t.Errorf("an empty part = %d %s, want 400", status, raw)
+	}
+	// A form with two data parts keeps neither.
+	twice, ct := fileForm(filePart{name: "data", filename: "a", data: data[:10]}, filePart{name: "data", filename: "b", data: data[:10]})
+	resp, raw := e.g.do(t, "POST", uploadsPath+"/"+id+"/parts", key, bytes.NewReader(twice), http.Header{"Content-Type": {ct}})
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("two data parts = %d %s, want 400", resp.StatusCode, raw)
+	}
+	// A declared length over the part limit is refused before reading.
+	req, _ := http.NewRequest("POST", e.g.URL+uploadsPath+"/"+id+"/parts", strings.NewReader("x"))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=x")
+	req.ContentLength = 65 << 20
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("a part declared at 65 MiB = %d, want 413", resp.StatusCode)
+		}
+	}
+	if parts := e.getUpload(t, key, id)["parts"].([]any); len(parts) != 1 {
+		t.Fatalf("after the refused parts: %d parts stored, want 1", len(parts))
+	}
+
+	// Completion refusals leave it pending.
+	for name, body := range map[string]string{
+		"short":    fmt.Sprintf(`{"part_ids":[%q]}`, first),
+		"repeated": fmt.Sprintf(`{"part_ids":[%q,%q]}`, first, first),
+		"unknown":  `{"part_ids":["part_nope"]}`,
+		"empty":    `{"part_ids":[]}`,
+		"bad md5":  fmt.Sprintf(`{"part_ids":[%q],"md5":"xyz"}`, first),
+		"missing":  `{}`,
+	} {
+		status, _, raw := e.uploadJSON(t, key, uploadsPath+"/"+id+"/complete", body)
+		if status != http.StatusBadRequest {
+			t.Errorf("complete %s = %d %s, want 400", name, status, raw)
+		}
+	}
+	status, m, raw = e.sendPart(t, key, id, data[2<<20:])
+	if status != http.StatusOK {
+		t.Fatalf("part 2 = %d %s", status, raw)
+	}
+	second, _ := m["id"].(string)
+
+	// The declared type contradicts the content: refused, still pending,
+	// nothing made.
+	pdfID := e.createUpload(t, key, "paper.pdf", "application/pdf", 100)
+	status, m, raw = e.sendPart(t, key, pdfID, fileText(100))
+	if status != http.StatusOK {
+		t.Fatalf("pdf part = %d %s", status, raw)
+	}
+	textPart, _ := m["id"].(string)
+	status, _, raw = e.uploadJSON(t, key, uploadsPath+"/"+pdfID+"/complete", fmt.Sprintf(`{"part_ids":[%q]}`, textPart))
+	if status != http.StatusBadRequest || !strings.Contains(string(raw), "mime_type") {
+		t.Errorf("text declared as a PDF = %d %s, want 400 naming mime_type", status, raw)
+	}
+
+	// Cancelling removes the parts and releases the quota.
+	status, m, raw = e.uploadJSON(t, key, uploadsPath+"/"+pdfID+"/cancel", "{}")
+	if status != http.StatusOK || m["status"] != "cancelled" {
+		t.Errorf("cancel = %d %s", status, raw)
+	}
+	status, _, raw = e.sendPart(t, key, pdfID, fileText(10))
+	if status != http.StatusBadRequest || !strings.Contains(string(raw), "cancelled") {
+		t.Errorf("a part after cancel = %d %s, want 400 naming the status", status, raw)
+	}
+	status, _, raw = e.uploadJSON(t, key, uploadsPath+"/"+pdfID+"/cancel", "{}")
+	if status != http.StatusBadRequest {
+		t.Errorf("cancelling twice = %d %s, want 400", status, raw)
+	}
+
+	// The text upload completes in order.
+	status, m, raw = e.uploadJSON(t, key, uploadsPath+"/"+id+"/complete", fmt.Sprintf(`{"part_ids":[%q,%q]}`, first, second))
+	if status != http.StatusOK || m["status"] != "completed" {
+		t.Fatalf("complete = %d %s", status, raw)
+	}
+	fileID := m["file"].(map[string]any)["id"].(string)
+	resp, _ = e.g.do(t, "DELETE", "/api/v1/files/"+fileID, key, nil, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("delete the assembled file = %d", resp.StatusCode)
+	}
+	// Everything is as before: no part, no reservation, no object.
+	e.awaitNothingLeft(t, before, 10*time.Second)
+}
+
+// A pending upload left alone expires: the sweeper removes its parts and
+// its reservation no longer holds the quota.
+func TestResumableUploadExpires(t *testing.T) {
+	cfg := fileTestConfig(t)
+	storageCases()[0].configure(t, &cfg)
+	cfg.Uploads.TTL = time.Second
+	cfg.Sweeper = configs.Sweeper{Interval: 100 * time.Millisecond, Grace: cfg.Sweeper.Grace, Batch: 100}
+	e := newFileEnv(t, cfg)
+	key, _ := e.standardKey(t, "forgetful")
+	before := e.state(t)
+	id := e.createUpload(t, key, "notes.txt", "text/plain", 1000)
+	if status, _, raw := e.sendPart(t, key, id, fileText(400)); status != http.StatusOK {
+		t.Fatalf("part = %d %s", status, raw)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for e.getUpload(t, key, id)["status"] != "expired" {
+		if time.Now().After(deadline) {
+			t.Fatal("the upload did not expire")
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval
+	}
+	if status, _, raw := e.sendPart(t, key, id, fileText(10)); status != http.StatusBadRequest || !strings.Contains(string(raw), "expired") {
+		t.Errorf("a part after expiry = %d %s, want 400 naming the status", status, raw)
+	}
+	e.awaitNothingLeft(t, before, 15*time.Second)
+}
