@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
@@ -75,8 +76,10 @@ func nullString(s string) any {
 	return s
 }
 
-// KeyUsage returns the usage of each key in ids in the windows of w, from
-// its running totals: one row a key, whatever its history.
+// KeyUsage returns the usage of each key in ids in the windows of w: from
+// its running totals, one row a key whatever its history, for a key that
+// keeps them (one with a limit, now or before); summed from its daily
+// rollups for the others, which nothing else reads.
 func (s *Store) KeyUsage(ctx context.Context, ids []string, w spend.Windows) (_ map[string]spend.Usage, err error) {
 	defer s.classify(&err)
 	out := make(map[string]spend.Usage, len(ids))
@@ -89,18 +92,21 @@ func (s *Store) KeyUsage(ctx context.Context, ids []string, w spend.Windows) (_ 
 		args[i] = id
 		marks[i] = fmt.Sprintf("$%d", i+1)
 	}
+	in := strings.Join(marks, ", ")
 	rows, err := s.r.QueryContext(ctx, `SELECT t.scope_id, `+totalsOf+` FROM usage_totals t
-		WHERE t.kind = 'key' AND t.scope_id IN (`+strings.Join(marks, ", ")+`)`, args...)
+		WHERE t.kind = 'key' AND t.scope_id IN (`+in+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: key usage: %w", err)
 	}
 	defer rows.Close()
+	kept := make(map[string]bool, len(ids))
 	for rows.Next() {
 		var id string
 		var t spend.Totals
 		if err := rows.Scan(append([]any{&id}, totalsCols(&t)...)...); err != nil {
 			return nil, fmt.Errorf("sqlstore: key usage: %w", err)
 		}
+		kept[id] = true
 		if t != (spend.Totals{}) {
 			out[id] = t.Usage(w)
 		}
@@ -108,7 +114,53 @@ func (s *Store) KeyUsage(ctx context.Context, ids []string, w spend.Windows) (_ 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlstore: key usage: %w", err)
 	}
-	return out, nil
+	if len(kept) == len(ids) {
+		return out, nil
+	}
+	return out, s.rollupUsage(ctx, ids, kept, w, out)
+}
+
+// rollupUsage adds to out the usage in w of the keys of ids not kept,
+// summed from their rollups (by the rollups' primary key, key first).
+func (s *Store) rollupUsage(ctx context.Context, ids []string, kept map[string]bool, w spend.Windows, out map[string]spend.Usage) error {
+	monthEnd := spend.Day(time.Unix(w.Monthly*86400, 0).UTC().AddDate(0, 1, 0))
+	args := []any{w.Daily, w.Weekly, w.Weekly + 7, w.Monthly, monthEnd}
+	var marks []string
+	for _, id := range ids {
+		if !kept[id] {
+			args = append(args, id)
+			marks = append(marks, fmt.Sprintf("$%d", len(args)))
+		}
+	}
+	sum := func(cond string, byok bool) string {
+		if byok {
+			cond = "u.byok AND " + cond
+		}
+		return `CAST(COALESCE(SUM(CASE WHEN ` + cond + ` THEN u.cost ELSE 0 END), 0) AS BIGINT)`
+	}
+	daily, weekly, monthly := `u.day = $1`, `u.day >= $2 AND u.day < $3`, `u.day >= $4 AND u.day < $5`
+	rows, err := s.r.QueryContext(ctx, `SELECT u.key_id, CAST(SUM(u.cost) AS BIGINT), `+sum(daily, false)+`, `+sum(weekly, false)+`,
+		`+sum(monthly, false)+`, `+sum("true", true)+`, `+sum(daily, true)+`, `+sum(weekly, true)+`, `+sum(monthly, true)+`
+		FROM usage_rollups u WHERE u.key_id IN (`+strings.Join(marks, ", ")+`) GROUP BY u.key_id`, args...)
+	if err != nil {
+		return fmt.Errorf("sqlstore: key usage: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var u spend.Usage
+		if err := rows.Scan(&id, (*int64)(&u.Total), (*int64)(&u.Daily), (*int64)(&u.Weekly), (*int64)(&u.Monthly),
+			(*int64)(&u.BYOKTotal), (*int64)(&u.BYOKDaily), (*int64)(&u.BYOKWeekly), (*int64)(&u.BYOKMonthly)); err != nil {
+			return fmt.Errorf("sqlstore: key usage: %w", err)
+		}
+		if u != (spend.Usage{}) {
+			out[id] = u
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlstore: key usage: %w", err)
+	}
+	return nil
 }
 
 // DailyUsage sums scope's usage per day from first to last, in one

@@ -199,3 +199,51 @@ func benchmarkRecordUsage(b *testing.B, served bool) {
 		}
 	}
 }
+
+// BenchmarkRecordUsageKeys: one batch of 1,000 reports spread over 1,000
+// keys of one workspace, as a fleet's reporter sends them
+// (bench/ingestkeys.sh's load without HTTP), on both stores; ns/op is a
+// batch, reports/s the rate it sustains. The keys take turns in the same
+// order each batch, so every batch updates 1,000 rollups and running
+// totals that exist, as a day's ingest does after its first second.
+func BenchmarkRecordUsageKeys(b *testing.B) {
+	for _, be := range []struct {
+		name string
+		get  func(testing.TB) backend
+	}{{"sqlite", func(testing.TB) backend { return sqliteBackend() }}, {"postgres", postgresBackend}} {
+		b.Run(be.name, func(b *testing.B) {
+			s := be.get(b).store(b)
+			ctx := context.Background()
+			if err := s.EnsureUser(ctx, "alice"); err != nil {
+				b.Fatal(err)
+			}
+			ws := newWorkspace("alice", "fleet")
+			if _, err := s.CreateWorkspace(ctx, ws, nil); err != nil {
+				b.Fatal(err)
+			}
+			const keys = 1000
+			of := make(map[string]string, keys)
+			ids := make([]string, keys)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("%016x", i)
+				of[ids[i]] = ws.ID
+			}
+			now := time.Now().UTC()
+			rs := make([]spend.Report, 1000)
+			batch := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				for i := range rs {
+					rs[i] = spend.Report{ID: fmt.Sprintf("r%d-%d", batch, i), KeyID: ids[i%keys], Cost: 1, At: now}
+				}
+				batch++
+				b.StartTimer()
+				if _, err := s.RecordUsage(ctx, spend.Batch{UserID: "alice", Reports: rs, Workspaces: of}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(rs))*float64(b.N)/b.Elapsed().Seconds(), "reports/s")
+		})
+	}
+}

@@ -249,8 +249,9 @@ func testUsageStandingsFeed(t *testing.T, b backend) {
 		t.Fatalf("nothing changed: %+v, %v", c, err)
 	}
 
-	// Usage of both keys: the free key comes as gone (no limit), the
-	// limited one and the workspace with their totals.
+	// Usage of both keys: the limited one and the workspace come with
+	// their totals; the free key keeps none (nothing enforces it) and does
+	// not come at all.
 	n, touched, err := s.RecordUsageTotals(ctx, spend.Batch{UserID: "alice", Workspaces: map[string]string{limited.ID: ws.ID, free.ID: ""},
 		Reports: []spend.Report{
 			{ID: "a", KeyID: limited.ID, Cost: 300, At: at},
@@ -267,14 +268,13 @@ func testUsageStandingsFeed(t *testing.T, b backend) {
 	if got := touched.Workspaces[ws.ID].Usage(w); got != want {
 		t.Errorf("touched workspace: %+v, want %+v", got, want)
 	}
-	if got := touched.Keys[free.ID].Usage(w); got.Total != 7 || len(touched.Keys) != 2 || len(touched.Workspaces) != 1 {
+	if len(touched.Keys) != 1 || len(touched.Workspaces) != 1 {
 		t.Errorf("touched: %+v", touched)
 	}
 	c, err := s.StandingsSince(ctx, all.Next, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The free key comes as gone (no limit).
 	gotKeys := map[string]spend.KeyChange{}
 	for _, k := range c.Keys {
 		gotKeys[k.KeyID] = k
@@ -282,15 +282,25 @@ func testUsageStandingsFeed(t *testing.T, b backend) {
 	if k := gotKeys[limited.ID]; k.Gone || k.Limit != limit || k.Totals.Usage(w) != want {
 		t.Errorf("changed limited key: %+v", k)
 	}
-	if k, ok := gotKeys[free.ID]; !ok || !k.Gone {
-		t.Errorf("changed free key: %+v, %v", k, ok)
+	if k, ok := gotKeys[free.ID]; ok {
+		t.Errorf("changed free key: %+v", k)
 	}
 	if len(c.Workspaces) != 1 || c.Workspaces[0].Totals.Usage(w) != want || len(c.Workspaces[0].Budgets) != 1 {
 		t.Errorf("changed workspaces: %+v", c.Workspaces)
 	}
-	// KeyUsage reads the same totals.
-	if u, err := s.KeyUsage(ctx, []string{limited.ID}, w); err != nil || u[limited.ID] != want {
+	// KeyUsage reads the same totals, and sums the free key's rollups.
+	if u, err := s.KeyUsage(ctx, []string{limited.ID, free.ID}, w); err != nil || u[limited.ID] != want ||
+		u[free.ID] != (spend.Usage{Total: 7, Daily: 7, Weekly: 7, Monthly: 7}) {
 		t.Errorf("KeyUsage = %+v, %v", u, err)
+	}
+
+	// A limit set on the free key makes its totals from its rollups.
+	if _, err := s.UpdateKey(ctx, "alice", free.ID, keys.UpdateRequest{Limit: keys.Optional[*money.Micros]{Set: true, Value: &limit}}, at); err != nil {
+		t.Fatal(err)
+	}
+	if made, err := s.StandingsSince(ctx, c.Next, false); err != nil || keyChange(made, free.ID) == nil ||
+		keyChange(made, free.ID).Totals.Usage(w) != (spend.Usage{Total: 7, Daily: 7, Weekly: 7, Monthly: 7}) {
+		t.Errorf("the free key's totals made with its limit: %+v, %v", made, err)
 	}
 
 	// A limit removed, a budget deleted: each comes once more, as gone.

@@ -37,10 +37,6 @@ type usageSQL struct {
 	// workspace_id, requests, cost, prompt_tokens, completion_tokens,
 	// reasoning_tokens], in the array's order.
 	rollupRows string
-	// scopeRows selects new usage_totals rows, marked changed now, out of
-	// $1, a JSON array of [scope_id, kind] (PostgreSQL only: SQLite's one
-	// writer needs no row to lock).
-	scopeRows string
 	// totalsRows selects usage_totals rows out of $1, a JSON array of
 	// [scope_id, kind, the 20 totals of totalsColumns], marked changed now
 	// ($2 on SQLite, the sequence number; the transaction on PostgreSQL).
@@ -78,8 +74,6 @@ var (
 			(r.e->>6)::uuid, (r.e->>7)::bigint, (r.e->>8)::bigint, (r.e->>9)::bigint, (r.e->>10)::bigint,
 			(r.e->>11)::bigint
 			FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
-		scopeRows: `SELECT r.e->>0, r.e->>1, txid_current()
-			FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
 		totalsRows: `SELECT r.e->>0, r.e->>1, ` + jsonColumns("(r.e->>%d)::bigint", 2, totalsCount) + `, txid_current()
 			FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
 	}
@@ -101,9 +95,17 @@ func (s *Store) usageSQL() *usageSQL {
 	return &sqliteUsage
 }
 
+// totalsMaking is the advisory lock a recording holds shared on
+// PostgreSQL, and the making of a running total (migration 0015) takes
+// exclusively: a total made while a batch is being recorded would miss it
+// (the batch finds no total to add to, the total's sums do not see the
+// batch's rollups), so the making waits for the batches in flight, and
+// those that follow find the total.
+const totalsMaking = 7236805
+
 // RecordUsageTotals stores the reports not stored before and adds those
 // to the rollups and the running totals, in one transaction, and returns
-// the totals it left: one insert that skips the ids already
+// the totals it left (of the keys and workspaces that keep one): one insert that skips the ids already
 // there (ON CONFLICT DO NOTHING, so a report a replica is storing at the
 // same moment waits for it and is then skipped) and returns the new ones;
 // when some were there, one read of them, to refuse a replay whose content
@@ -137,6 +139,11 @@ func (s *Store) RecordUsageTotals(ctx context.Context, batch spend.Batch) (accep
 	received := s.d.ts(micro(s.now()))
 	q := s.usageSQL()
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if s.d.name == DriverPostgres {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, totalsMaking); err != nil {
+				return fmt.Errorf("sqlstore: record usage: %w", err)
+			}
+		}
 		fresh, err := insertReports(ctx, tx, q, received, rows, sorted, served)
 		if err != nil {
 			return err

@@ -79,43 +79,42 @@ func (s *Store) RecordUsage(ctx context.Context, batch spend.Batch) (accepted in
 }
 
 // addToTotals adds reports to the running totals of their keys and
-// workspaces and returns the totals it left. On PostgreSQL the rows are
-// made if missing and then locked, in order, so that two replicas adding
-// to one workspace take turns; SQLite's one writer already does.
+// workspaces that have one (keys with a limit, workspaces with budgets:
+// migration 0015) and returns the totals it left. The rows are read locked,
+// in order, so that two replicas adding to one workspace take turns
+// (SQLite's one writer already does); a batch of keys nobody enforces
+// costs one read that finds nothing.
 func (s *Store) addToTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, workspaces map[string]string, reports []*spend.Report) (spend.Touched, error) {
 	touched := spend.Touched{Keys: map[string]spend.Totals{}, Workspaces: map[string]spend.Totals{}}
 	if len(reports) == 0 {
 		return touched, nil
 	}
-	var scopes []scope
+	seen := map[string]bool{}
+	var ids []string
 	for _, r := range reports {
-		if _, ok := touched.Keys[r.KeyID]; !ok {
-			touched.Keys[r.KeyID] = spend.Totals{}
-			scopes = append(scopes, scope{id: r.KeyID})
+		if !seen[r.KeyID] {
+			seen[r.KeyID] = true
+			ids = append(ids, r.KeyID)
 		}
-		if ws := workspaces[r.KeyID]; ws != "" {
-			if _, ok := touched.Workspaces[ws]; !ok {
-				touched.Workspaces[ws] = spend.Totals{}
-				scopes = append(scopes, scope{id: ws, isWorkspace: true})
-			}
+		if ws := workspaces[r.KeyID]; ws != "" && !seen[ws] {
+			seen[ws] = true
+			ids = append(ids, ws)
 		}
 	}
-	slices.SortFunc(scopes, func(a, b scope) int { return strings.Compare(a.id, b.id) })
-	ids := []byte{'['}
-	for i, sc := range scopes {
+	slices.Sort(ids)
+	b := []byte{'['}
+	for i, id := range ids {
 		if i > 0 {
-			ids = append(ids, ',')
+			b = append(b, ',')
 		}
-		ids = jsonobj.AppendString(ids, sc.id)
+		b = jsonobj.AppendString(b, id)
 	}
-	ids = append(ids, ']')
-	if s.d.forUpdate != "" {
-		if err := s.ensureTotals(ctx, tx, q, scopes); err != nil {
-			return touched, err
-		}
-	}
-	if err := readTotals(ctx, tx, q, ids, s.d.forUpdate, touched); err != nil {
+	b = append(b, ']')
+	if err := readTotals(ctx, tx, q, b, s.d.forUpdate, touched); err != nil {
 		return touched, err
+	}
+	if len(touched.Keys) == 0 && len(touched.Workspaces) == 0 {
+		return touched, nil
 	}
 	// A batch is mostly a few keys' reports of one day: summed per key,
 	// day and BYOK first, the totals take a few additions, not two a
@@ -127,17 +126,19 @@ func (s *Store) addToTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, worksp
 		byok        bool
 	}
 	sums := map[part]money.Micros{}
+	add := func(p part, cost money.Micros) bool {
+		var ok bool
+		sums[p], ok = sums[p].Add(cost)
+		return ok
+	}
 	for _, r := range reports {
 		p := part{id: r.KeyID, day: spend.Day(r.At), byok: r.BYOK}
-		var ok bool
-		if sums[p], ok = sums[p].Add(r.Cost); !ok {
+		if _, kept := touched.Keys[p.id]; kept && !add(p, r.Cost) {
 			return touched, errUsageOverflow()
 		}
-		if ws := workspaces[r.KeyID]; ws != "" {
-			p.id, p.isWorkspace = ws, true
-			if sums[p], ok = sums[p].Add(r.Cost); !ok {
-				return touched, errUsageOverflow()
-			}
+		p.id, p.isWorkspace = workspaces[r.KeyID], true
+		if _, kept := touched.Workspaces[p.id]; kept && p.id != "" && !add(p, r.Cost) {
+			return touched, errUsageOverflow()
 		}
 	}
 	for p, cost := range sums {
@@ -151,28 +152,15 @@ func (s *Store) addToTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, worksp
 		}
 		m[p.id] = t
 	}
+	scopes := make([]scope, 0, len(touched.Keys)+len(touched.Workspaces))
+	for id := range touched.Keys {
+		scopes = append(scopes, scope{id: id})
+	}
+	for id := range touched.Workspaces {
+		scopes = append(scopes, scope{id: id, isWorkspace: true})
+	}
+	slices.SortFunc(scopes, func(a, b scope) int { return strings.Compare(a.id, b.id) })
 	return touched, s.writeTotals(ctx, tx, q, scopes, touched)
-}
-
-// ensureTotals makes the rows of scopes that have none, in order.
-func (s *Store) ensureTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, scopes []scope) error {
-	b := []byte{'['}
-	for i, sc := range scopes {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '[')
-		b = jsonobj.AppendString(b, sc.id)
-		b = append(b, ',')
-		b = jsonobj.AppendString(b, kindOf(sc))
-		b = append(b, ']')
-	}
-	b = append(b, ']')
-	if _, err := tx.ExecContext(ctx, `INSERT INTO usage_totals (scope_id, kind, changed) `+q.scopeRows+`
-		ON CONFLICT (scope_id) DO NOTHING`, b); err != nil {
-		return fmt.Errorf("sqlstore: add to totals: %w", err)
-	}
-	return nil
 }
 
 func kindOf(sc scope) string {
