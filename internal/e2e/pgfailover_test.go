@@ -147,7 +147,7 @@ func TestPostgresFailover(t *testing.T) {
 	stopLoad()
 
 	l.mu.Lock()
-	t.Logf("answers by route and status: %v", l.counts)
+	t.Logf("answers by route and status: %v; the slowest took %.2fs", l.counts, l.slowest.Seconds())
 	for _, b := range l.bad {
 		t.Error(b)
 	}
@@ -214,6 +214,29 @@ func TestPostgresFailover(t *testing.T) {
 			t.Errorf("key %s disabled with 2xx, now enabled", hash)
 		}
 	}
+	names := map[string]int{}
+	for offset := 0; ; offset += 100 {
+		var page struct {
+			Data []struct {
+				Name string `json:"name"`
+			} `json:"data"`
+		}
+		code, body := l.get(fmt.Sprintf("/api/v1/keys?include_disabled=true&offset=%d", offset), l.mgmt)
+		if code != http.StatusOK || json.Unmarshal(body, &page) != nil {
+			t.Fatalf("list keys: %d %s", code, body)
+		}
+		for _, k := range page.Data {
+			names[k.Name]++
+		}
+		if len(page.Data) < 100 {
+			break
+		}
+	}
+	for name, n := range names {
+		if n > 1 {
+			t.Errorf("%d keys named %q: a creation sent again with its Idempotency-Key made another", n, name)
+		}
+	}
 	t.Logf("checked %d uploads, %d reports (%d millionths of a dollar), %d keys created and %d disabled",
 		len(l.uploaded), l.reports, l.usageMicros, len(l.created), len(l.disabled))
 }
@@ -226,6 +249,7 @@ type failoverLoad struct {
 
 	mu          sync.Mutex
 	counts      map[string]map[int]int // route -> status -> answers (0: no answer)
+	slowest     time.Duration          // the longest wait for an answer
 	okTimes     []routeTime            // every success
 	unavailable []routeTime            // every 503
 	bad         []string               // answers neither 2xx nor a proper 503
@@ -259,6 +283,7 @@ func (l *failoverLoad) send(route, method, path, key string, body []byte, header
 		req.Header[k] = v
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
+	start := time.Now()
 	resp, err := l.c.Do(req)
 	var b []byte
 	if err == nil {
@@ -268,6 +293,7 @@ func (l *failoverLoad) send(route, method, path, key string, body []byte, header
 	at := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.slowest = max(l.slowest, at.Sub(start))
 	if l.counts[route] == nil {
 		l.counts[route] = map[int]int{}
 	}
@@ -382,10 +408,13 @@ func (l *failoverLoad) usage(w int, stop <-chan struct{}) {
 
 // keyChanges creates a key each round and disables the one created the
 // round before, so that some key waits to be disabled whenever the
-// database goes away: disables meet the outage as creations do.
+// database goes away: disables meet the outage as creations do. A creation
+// answered 503 is sent again, with its Idempotency-Key, until answered
+// 2xx: it may have been made all the same, and must then be made once.
 func (l *failoverLoad) keyChanges(w int, stop <-chan struct{}) {
 	jsonHeader := http.Header{"Content-Type": {"application/json"}}
 	var pending []string // created in an earlier round, not disabled yet
+	name, idem := "", ""
 	for i := 0; failoverPace(stop); i++ {
 		if len(pending) > 0 {
 			ok, _ := l.send("key disable", http.MethodPatch, "/api/v1/keys/"+pending[0], l.mgmt, []byte(`{"disabled":true}`), jsonHeader)
@@ -396,11 +425,15 @@ func (l *failoverLoad) keyChanges(w int, stop <-chan struct{}) {
 				pending = pending[1:]
 			}
 		}
-		h := http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {failoverNonce()}}
-		ok, b := l.send("key create", http.MethodPost, "/api/v1/keys", l.mgmt, fmt.Appendf(nil, `{"name":"failover %d-%d"}`, w, i), h)
+		if name == "" {
+			name, idem = fmt.Sprintf("failover %d-%d", w, i), failoverNonce()
+		}
+		h := http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {idem}}
+		ok, b := l.send("key create", http.MethodPost, "/api/v1/keys", l.mgmt, fmt.Appendf(nil, `{"name":%q}`, name), h)
 		if !ok {
 			continue
 		}
+		name = ""
 		var k struct {
 			Data struct {
 				Hash string `json:"hash"`
