@@ -43,24 +43,46 @@ func TestFleet(t *testing.T) {
 	bin := buildGatewayBinary(t)
 	// A tight limit, checked in Redis on every request, and a wide one
 	// whose busy keys a replica may admit from units reserved in Redis
-	// ahead (limits.CachedLimiter): both must hold for the fleet.
-	t.Run("SharedLimit", func(t *testing.T) {
-		testFleetSharedLimit(t, bin, redisURL, configs.Rate{Requests: 60, Per: time.Minute, Burst: 10})
-	})
-	t.Run("SharedWideLimit", func(t *testing.T) {
-		testFleetSharedLimit(t, bin, redisURL, configs.Rate{Requests: 600, Per: time.Minute, Burst: 200})
-	})
+	// ahead (limits.CachedLimiter): both must hold for the fleet, on
+	// every topology of Redis.
+	for _, c := range []struct {
+		name  string
+		limit configs.Rate
+	}{
+		{"SharedLimit", configs.Rate{Requests: 60, Per: time.Minute, Burst: 10}},
+		{"SharedWideLimit", configs.Rate{Requests: 600, Per: time.Minute, Burst: 200}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, topo := range redisTopologies {
+				t.Run(topo.name, func(t *testing.T) { testFleetSharedLimit(t, bin, topo, c.limit) })
+			}
+		})
+	}
 	t.Run("RedisKilled", func(t *testing.T) { testFleetRedisKilled(t, bin) })
 	t.Run("RedisSlow", func(t *testing.T) { testFleetRedisSlow(t, bin, redisURL) })
+}
+
+// redisTopology points a configuration's redis block at one of the
+// Redis deployments the test environment starts, and names the YAML key
+// that selects it.
+type redisTopology struct {
+	name, yamlKey string
+	use           func(t *testing.T, r *configs.Redis)
+}
+
+var redisTopologies = []redisTopology{
+	{"single", "url:", func(t *testing.T, r *configs.Redis) { r.URL = testenv.RedisURL(t) }},
+	{"sentinel", "master_name:", func(t *testing.T, r *configs.Redis) { r.Addrs, r.MasterName = testenv.RedisSentinel(t) }},
+	{"cluster", "addrs:", func(t *testing.T, r *configs.Redis) { r.Addrs = testenv.RedisClusterAddrs(t) }},
 }
 
 // testFleetSharedLimit: one hot key hammered round-robin through three
 // processes is admitted no more than one GCRA bucket allows — burst plus
 // what refills during the run — not three buckets' worth; every denial is
 // the 429 envelope with Retry-After and the RateLimit headers.
-func testFleetSharedLimit(t *testing.T, bin, redisURL string, limit configs.Rate) {
+func testFleetSharedLimit(t *testing.T, bin string, topo redisTopology, limit configs.Rate) {
 	cfg := fleetConfig(t)
-	cfg.Redis.URL = redisURL
+	topo.use(t, &cfg.Redis)
 	cfg.Redis.KeyPrefix = uniqueKeyPrefix()
 	cfg.Redis.ReplicasHint = 3
 	// Generous: this test is about sharing, and a busy machine must not
@@ -68,6 +90,9 @@ func testFleetSharedLimit(t *testing.T, bin, redisURL string, limit configs.Rate
 	cfg.Redis.Timeout = 2 * time.Second
 	cfg.Limits.Rate.Default = limit
 	path := writeFleetConfig(t, cfg)
+	if yaml, err := os.ReadFile(path); err != nil || !strings.Contains(string(yaml), topo.yamlKey) {
+		t.Fatalf("the gateways' YAML does not say %s (%v):\n%s", topo.yamlKey, err, yaml)
+	}
 	key := fleetKey(t, path, "hot")
 	procs := startFleet(t, bin, path, 3)
 	client := fleetClient(t)
