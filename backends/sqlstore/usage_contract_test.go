@@ -375,7 +375,7 @@ func testUsageUpgrade(t *testing.T, b backend) {
 	if s.d.name == DriverPostgres {
 		old = append(old, `DROP FUNCTION usage_totals_key_changed CASCADE`, `DROP FUNCTION usage_totals_budget_changed CASCADE`,
 			`DROP FUNCTION usage_totals_workspace_changed CASCADE`, `DROP FUNCTION usage_totals_mark`,
-			`DROP INDEX usage_reports_received`)
+			`DROP INDEX usage_reports_received`, `DROP TABLE usage_changes`)
 	}
 	for _, q := range old {
 		if _, err := s.w.ExecContext(ctx, q); err != nil {

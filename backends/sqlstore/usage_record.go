@@ -38,8 +38,9 @@ type usageSQL struct {
 	// reasoning_tokens], in the array's order.
 	rollupRows string
 	// totalsRows selects usage_totals rows out of $1, a JSON array of
-	// [scope_id, kind, the 20 totals of totalsColumns], marked changed now
-	// ($2 on SQLite, the sequence number; the transaction on PostgreSQL).
+	// [scope_id, kind, the 20 totals of totalsColumns], on SQLite marked
+	// changed by $2, the sequence number (PostgreSQL marks them in
+	// usage_changes: migration 0016).
 	totalsRows string
 }
 
@@ -74,7 +75,7 @@ var (
 			(r.e->>6)::uuid, (r.e->>7)::bigint, (r.e->>8)::bigint, (r.e->>9)::bigint, (r.e->>10)::bigint,
 			(r.e->>11)::bigint
 			FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
-		totalsRows: `SELECT r.e->>0, r.e->>1, ` + jsonColumns("(r.e->>%d)::bigint", 2, totalsCount) + `, txid_current()
+		totalsRows: `SELECT r.e->>0, r.e->>1, ` + jsonColumns("(r.e->>%d)::bigint", 2, totalsCount) + `
 			FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`,
 	}
 )

@@ -201,7 +201,9 @@ func readTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, ids []byte, lock s
 	return nil
 }
 
-// writeTotals writes the totals of scopes, marking their rows changed.
+// writeTotals writes the totals of scopes and marks them changed: on
+// SQLite in their rows, on PostgreSQL in usage_changes, so that the totals,
+// whose only index is their key, are updated in place (migration 0016).
 func (s *Store) writeTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, scopes []scope, touched spend.Touched) error {
 	b := []byte{'['}
 	for i, sc := range scopes {
@@ -226,16 +228,29 @@ func (s *Store) writeTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, scopes
 		c = strings.TrimSpace(c)
 		fmt.Fprintf(&set, "%s = excluded.%s, ", c, c)
 	}
-	args := []any{b}
-	if s.d.name != DriverPostgres {
-		var next int64
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(changed), 0) + 1 FROM usage_totals`).Scan(&next); err != nil {
+	if s.d.name == DriverPostgres {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO usage_totals (scope_id, kind, `+totalsColumns+`) `+q.totalsRows+`
+			ON CONFLICT (scope_id) DO UPDATE SET `+strings.TrimSuffix(set.String(), ", "), b); err != nil {
+			if s.d.violation(err) == violationOutOfRange {
+				return errUsageOverflow()
+			}
 			return fmt.Errorf("sqlstore: add to totals: %w", err)
 		}
-		args = append(args, next)
+		// The totals rows are locked already, in order: their marks
+		// cannot deadlock.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO usage_changes (scope_id, changed)
+			SELECT r.e->>0, txid_current() FROM jsonb_array_elements($1::jsonb) AS r(e)
+			ON CONFLICT (scope_id) DO UPDATE SET changed = excluded.changed`, b); err != nil {
+			return fmt.Errorf("sqlstore: add to totals: %w", err)
+		}
+		return nil
+	}
+	var next int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(changed), 0) + 1 FROM usage_totals`).Scan(&next); err != nil {
+		return fmt.Errorf("sqlstore: add to totals: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO usage_totals (scope_id, kind, `+totalsColumns+`, changed) `+q.totalsRows+`
-		ON CONFLICT (scope_id) DO UPDATE SET `+set.String()+`changed = excluded.changed`, args...); err != nil {
+		ON CONFLICT (scope_id) DO UPDATE SET `+set.String()+`changed = excluded.changed`, b, next); err != nil {
 		if s.d.violation(err) == violationOutOfRange {
 			return errUsageOverflow()
 		}
@@ -245,7 +260,7 @@ func (s *Store) writeTotals(ctx context.Context, tx *sql.Tx, q *usageSQL, scopes
 }
 
 // StandingsSince reads the standings of keys with a limit and workspaces
-// with budgets (all), or of those whose row in usage_totals changed since
+// with budgets (all), or of those whose totals were marked changed since
 // cursor, in one read-only transaction so that the cursor it returns is
 // exact: on SQLite the next sequence number (writers are one and commit in
 // order); on PostgreSQL the oldest transaction still running at the read
@@ -281,20 +296,22 @@ func (s *Store) snapshotIsolation() sql.IsolationLevel {
 	return sql.LevelDefault
 }
 
-// changedRows names usage_totals t for a read of the rows changed since a
-// cursor: SQLite, not knowing the cursor when it plans, would walk the
-// whole table rather than the index of what changed.
-func (s *Store) changedRows() string {
+// changedRows names usage_totals t for a read of the rows changed since
+// the cursor $1, and that condition: SQLite, not knowing the cursor when
+// it plans, would walk the whole table rather than the index of what
+// changed; PostgreSQL keeps the marks in usage_changes (migration 0016).
+func (s *Store) changedRows() (from, since string) {
 	if s.d.name == DriverSQLite {
-		return `usage_totals t INDEXED BY usage_totals_changed`
+		return `usage_totals t INDEXED BY usage_totals_changed`, `t.changed >= $1`
 	}
-	return `usage_totals t`
+	return `usage_changes c JOIN usage_totals t ON t.scope_id = c.scope_id`, `c.changed >= $1`
 }
 
 func (s *Store) keyChanges(ctx context.Context, tx *sql.Tx, cursor int64, all bool) ([]spend.KeyChange, error) {
+	from, since := s.changedRows()
 	query := `SELECT t.scope_id, k.limit_usd, k.limit_reset, COALESCE(k.include_byok_in_limit, false), ` + totalsOf + `
-		FROM ` + s.changedRows() + ` LEFT JOIN api_keys k ON k.id = t.scope_id
-		WHERE t.kind = 'key' AND t.changed >= $1`
+		FROM ` + from + ` LEFT JOIN api_keys k ON k.id = t.scope_id
+		WHERE t.kind = 'key' AND ` + since
 	args := []any{cursor}
 	if all {
 		query = `SELECT k.id, k.limit_usd, k.limit_reset, k.include_byok_in_limit, ` + totalsOf + `
@@ -334,11 +351,12 @@ func (s *Store) workspaceChanges(ctx context.Context, tx *sql.Tx, cursor int64, 
 	if s.d.name == DriverPostgres {
 		wsOfScope, scopeOfBudget = `CAST(t.scope_id AS UUID)`, `CAST(b.workspace_id AS TEXT)`
 	}
+	from, since := s.changedRows()
 	cols := `w.include_byok_in_budgets, b.reset_interval, b.id, b.limit_micros, b.created_at, b.updated_at, ` + totalsOf
 	query := `SELECT t.scope_id, ` + cols + `
-		FROM ` + s.changedRows() + ` LEFT JOIN workspaces w ON w.id = ` + wsOfScope + `
+		FROM ` + from + ` LEFT JOIN workspaces w ON w.id = ` + wsOfScope + `
 		LEFT JOIN workspace_budgets b ON b.workspace_id = w.id
-		WHERE t.kind = 'workspace' AND t.changed >= $1`
+		WHERE t.kind = 'workspace' AND ` + since
 	args := []any{cursor}
 	if all {
 		query = `SELECT ` + scopeOfBudget + `, ` + cols + `
