@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"log/slog"
 	"mime"
@@ -272,11 +271,17 @@ func (u *Resumable) AddPart(ctx context.Context, ref UploadRef, body io.Reader, 
 	}
 	part.ObjectKey = PartObjectKey(ws, rec.ID, part.ID)
 	limited := &partLimit{r: body, max: u.cfg.MaxPartBytes, left: left}
-	counted := &countingReader{r: limited}
+	// Each part is judged as text as it passes, so that completing a text
+	// file needs only what the parts' edges hold, not their bytes again.
+	var text sniff.Piece
+	counted := &countingReader{r: io.TeeReader(limited, &text)}
 	if _, err := u.files.bucket.Upload(ctx, part.ObjectKey, counted, -1, blob.UploadOptions{}); err != nil {
 		return UploadPart{}, storageError(err)
 	}
 	part.Bytes = counted.n
+	if summary, ok := text.Summary(); ok {
+		part.Text = summary.String()
+	}
 	if part.Bytes == 0 {
 		u.removeObjects(ctx, part.ObjectKey)
 		return UploadPart{}, paramError("data", "is empty")
@@ -370,9 +375,13 @@ func (u *Resumable) Complete(ctx context.Context, c CompleteUpload) (UploadState
 	if rec.Status != UploadPending {
 		return UploadState{}, &UploadStateError{Status: rec.Status}
 	}
-	srcs, err := orderParts(parts, c.PartIDs, rec.Bytes)
+	listed, err := orderParts(parts, c.PartIDs, rec.Bytes)
 	if err != nil {
 		return UploadState{}, err
+	}
+	srcs := make([]string, len(listed))
+	for i, p := range listed {
+		srcs[i] = p.ObjectKey
 	}
 	u.files.inflight.Add(1)
 	defer u.files.inflight.Done()
@@ -388,7 +397,7 @@ func (u *Resumable) Complete(ctx context.Context, c CompleteUpload) (UploadState
 			u.removeObjects(ctx, dst)
 		}
 	}()
-	mimeType, err := u.check(ctx, dst, rec, c.MD5)
+	mimeType, err := u.check(ctx, dst, rec, listed, c.MD5)
 	if err != nil {
 		return UploadState{}, err
 	}
@@ -412,10 +421,9 @@ func (u *Resumable) Complete(ctx context.Context, c CompleteUpload) (UploadState
 	return UploadState{Upload: rec, File: &file}, nil
 }
 
-// orderParts returns the object keys of the parts ids, in that order,
-// checking that each is a part of the upload, listed once, and that they
-// add up to bytes.
-func orderParts(parts []UploadPart, ids []string, bytes int64) ([]string, error) {
+// orderParts returns the parts ids, in that order, checking that each is
+// a part of the upload, listed once, and that they add up to bytes.
+func orderParts(parts []UploadPart, ids []string, bytes int64) ([]UploadPart, error) {
 	if len(ids) == 0 {
 		return nil, paramError("part_ids", "must list the upload's parts")
 	}
@@ -424,7 +432,7 @@ func orderParts(parts []UploadPart, ids []string, bytes int64) ([]string, error)
 		byID[p.ID] = p
 	}
 	seen := make(map[string]bool, len(ids))
-	keys := make([]string, 0, len(ids))
+	listed := make([]UploadPart, 0, len(ids))
 	var sum int64
 	for _, id := range ids {
 		p, ok := byID[id]
@@ -435,50 +443,86 @@ func orderParts(parts []UploadPart, ids []string, bytes int64) ([]string, error)
 			return nil, paramError("part_ids", "lists a part more than once")
 		}
 		seen[id] = true
-		keys = append(keys, p.ObjectKey)
+		listed = append(listed, p)
 		sum += p.Bytes
 	}
 	if sum != bytes {
 		return nil, paramError("part_ids", fmt.Sprintf("the parts listed hold %d bytes; the upload declared %d", sum, bytes))
 	}
-	return keys, nil
+	return listed, nil
 }
 
-// check reads the assembled object as an upload's bytes are read: its type
-// from its first bytes (text to its end), its md5 when one is given. It
-// returns the type detected.
-func (u *Resumable) check(ctx context.Context, key string, rec UploadRecord, wantMD5 string) (string, error) {
+// check judges the assembled object as an upload's bytes are judged: its
+// type from its first bytes, and text as a whole; and its md5 when one is
+// given. Only the md5 needs the whole object read back: text is judged
+// from what each part learned as it arrived (joinText). It returns the
+// type detected.
+func (u *Resumable) check(ctx context.Context, key string, rec UploadRecord, parts []UploadPart, wantMD5 string) (string, error) {
+	if wantMD5 == "" {
+		obj, err := u.files.bucket.OpenRange(ctx, key, 0, sniff.WindowLen)
+		if err != nil {
+			return "", storageError(err)
+		}
+		defer obj.Close()
+		sr, err := u.sniff(obj, rec)
+		if err != nil {
+			return "", err
+		}
+		if sr.Text() {
+			if err := joinText(parts); err != nil {
+				return "", err
+			}
+		}
+		return sr.MimeType(), nil
+	}
 	obj, err := u.files.bucket.Open(ctx, key)
 	if err != nil {
 		return "", storageError(err)
 	}
 	defer obj.Close()
-	var sum hash.Hash
-	var r io.Reader = obj
-	if wantMD5 != "" {
-		sum = md5.New()
-		r = io.TeeReader(obj, sum)
-	}
-	sr, err := sniff.NewReader(r, rec.Filename)
+	sum := md5.New()
+	sr, err := u.sniff(io.TeeReader(obj, sum), rec)
 	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(io.Discard, sr); err != nil {
 		return "", storageError(err)
 	}
-	if !compatibleType(rec.MimeType, sr.MimeType()) {
-		return "", paramError("mime_type", fmt.Sprintf("declared %s, but the content is %s", mediaType(rec.MimeType), sr.MimeType()))
-	}
-	if sum != nil || sr.Text() {
-		if _, err := io.Copy(io.Discard, sr); err != nil {
-			return "", storageError(err)
-		}
-	}
-	if sum != nil {
-		got := sum.Sum(nil)
-		want, _ := hex.DecodeString(wantMD5)
-		if !bytes.Equal(got, want) {
-			return "", paramError("md5", "does not match the assembled file")
-		}
+	want, _ := hex.DecodeString(wantMD5)
+	if !bytes.Equal(sum.Sum(nil), want) {
+		return "", paramError("md5", "does not match the assembled file")
 	}
 	return sr.MimeType(), nil
+}
+
+// sniff decides the type of the file r begins, refusing one the gateway
+// does not take or that contradicts the declared type. Given the first
+// sniff.WindowLen bytes of a longer file, it reads no further than they go.
+func (u *Resumable) sniff(r io.Reader, rec UploadRecord) (*sniff.Reader, error) {
+	sr, err := sniff.NewReader(r, rec.Filename)
+	if err != nil {
+		return nil, storageError(err)
+	}
+	if !compatibleType(rec.MimeType, sr.MimeType()) {
+		return nil, paramError("mime_type", fmt.Sprintf("declared %s, but the content is %s", mediaType(rec.MimeType), sr.MimeType()))
+	}
+	return sr, nil
+}
+
+// joinText checks that parts, in order, form text: each part's own bytes
+// were judged as it arrived, and the runes cut between them are judged here.
+func joinText(parts []UploadPart) error {
+	pieces := make([]sniff.PieceSummary, len(parts))
+	for i, p := range parts {
+		s, err := sniff.ParsePieceSummary(p.Text)
+		if err != nil {
+			// The part's bytes cannot be text (or its row predates what
+			// parts learn, which no stored part does).
+			return &sniff.TypeError{Reason: "text is not valid UTF-8 or holds a control character", Offset: -1}
+		}
+		pieces[i] = s
+	}
+	return sniff.JoinPieces(pieces)
 }
 
 // mediaType is the type of a Content-Type value without its parameters,

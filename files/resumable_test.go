@@ -13,9 +13,13 @@ func TestOrderParts(t *testing.T) {
 		{ID: "part_b", Bytes: 3, ObjectKey: "up/w/u/part_b"},
 		{ID: "part_c", Bytes: 2, ObjectKey: "up/w/u/part_c"},
 	}
-	keys, err := orderParts(parts, []string{"part_c", "part_a", "part_b"}, 10)
+	listed, err := orderParts(parts, []string{"part_c", "part_a", "part_b"}, 10)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var keys []string
+	for _, p := range listed {
+		keys = append(keys, p.ObjectKey)
 	}
 	if got := strings.Join(keys, ","); got != "up/w/u/part_c,up/w/u/part_a,up/w/u/part_b" {
 		t.Errorf("keys = %s, want the order listed", got)

@@ -79,6 +79,9 @@ type UploadPart struct {
 	Bytes     int64
 	ObjectKey string
 	CreatedAt time.Time
+	// Text is what the part's bytes say about the file being text: a
+	// sniff.PieceSummary as a string, or "" when they cannot be text.
+	Text string
 }
 
 // UploadIdempotency names an upload creation that a retry with the same

@@ -220,7 +220,7 @@ func (s *Store) Upload(ctx context.Context, workspaceID, id string) (_ files.Upl
 		return files.UploadRecord{}, nil, files.ErrUploadNotFound
 	}
 	now := micro(s.now())
-	rows, err := s.r.QueryContext(ctx, `SELECT `+uploadColumns+`, p.id, p.bytes, p.object_key, p.created_at
+	rows, err := s.r.QueryContext(ctx, `SELECT `+uploadColumns+`, p.id, p.bytes, p.object_key, p.created_at, p.text
 		FROM uploads u LEFT JOIN upload_parts p ON p.upload_id = u.id
 		WHERE u.id = $1 AND u.workspace_id = $2 ORDER BY p.seq`, id, wsID)
 	if err != nil {
@@ -234,17 +234,17 @@ func (s *Store) Upload(ctx context.Context, workspaceID, id string) (_ files.Upl
 	)
 	for rows.Next() {
 		var (
-			partID, objectKey sql.NullString
-			bytes             sql.NullInt64
-			created           *time.Time
+			partID, objectKey, text sql.NullString
+			bytes                   sql.NullInt64
+			created                 *time.Time
 		)
-		if err := rows.Scan(append(r.dest(), &partID, &bytes, &objectKey, nullTimeCol{&created})...); err != nil {
+		if err := rows.Scan(append(r.dest(), &partID, &bytes, &objectKey, nullTimeCol{&created}, &text)...); err != nil {
 			return files.UploadRecord{}, nil, fmt.Errorf("sqlstore: upload: %w", err)
 		}
 		found = true
 		if partID.Valid {
 			parts = append(parts, files.UploadPart{ID: partID.String, UploadID: r.ID, Bytes: bytes.Int64,
-				ObjectKey: objectKey.String, CreatedAt: *created})
+				ObjectKey: objectKey.String, CreatedAt: *created, Text: text.String})
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -310,8 +310,9 @@ func (s *Store) AddPart(ctx context.Context, workspaceID string, p files.UploadP
 		if p.Bytes > r.Bytes-r.partsBytes {
 			return fmt.Errorf("%w: %d bytes stored + %d > %d", files.ErrPartsExceedUpload, r.partsBytes, p.Bytes, r.Bytes)
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO upload_parts (id, upload_id, seq, bytes, object_key, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`, p.ID, r.ID, r.partsCount+1, p.Bytes, p.ObjectKey, s.d.ts(created))
+		_, err = tx.ExecContext(ctx, `INSERT INTO upload_parts (id, upload_id, seq, bytes, object_key, created_at, text)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, p.ID, r.ID, r.partsCount+1, p.Bytes, p.ObjectKey, s.d.ts(created),
+			sql.NullString{String: p.Text, Valid: p.Text != ""})
 		if s.d.violation(err) == violationPrimaryKey {
 			return fmt.Errorf("add part: %w", ErrConflict)
 		}

@@ -356,3 +356,65 @@ func TestResumableUploadExpires(t *testing.T) {
 	}
 	e.awaitNothingLeft(t, before, 15*time.Second)
 }
+
+// Text in parts is judged as text whole, from what each part learned as it
+// arrived: a rune cut between parts is accepted, a binary part in the middle
+// of a text file is refused, with or without an md5 (which reads the file
+// back).
+func TestResumableUploadJudgesText(t *testing.T) {
+	cfg := fileTestConfig(t)
+	storageCases()[0].configure(t, &cfg)
+	e := newFileEnv(t, cfg)
+	key, ws := e.standardKey(t, "writer")
+	text := bytes.Repeat([]byte("naïve café ✓ 日本語\n"), 8000) // about 200 KiB, past the sniffing window
+	send := func(id string, pieces ...[]byte) []string {
+		var ids []string
+		for _, p := range pieces {
+			status, m, raw := e.sendPart(t, key, id, p)
+			if status != http.StatusOK {
+				t.Fatalf("part = %d %s", status, raw)
+			}
+			ids = append(ids, m["id"].(string))
+		}
+		return ids
+	}
+	// Cut inside "ï" (2 bytes) and inside "✓" (3 bytes), in three parts.
+	cut1 := bytes.Index(text, []byte("ï")) + 1
+	cut2 := 100_000 + bytes.Index(text[100_000:], []byte("✓")) + 2
+	id := e.createUpload(t, key, "notes.md", "text/markdown", len(text))
+	ids := send(id, text[:cut1], text[cut1:cut2], text[cut2:])
+	status, m, raw := e.uploadJSON(t, key, uploadsPath+"/"+id+"/complete", fmt.Sprintf(`{"part_ids":%s}`, partIDs(ids)))
+	if status != http.StatusOK {
+		t.Fatalf("text cut inside runes = %d %s", status, raw)
+	}
+	fileID := m["file"].(map[string]any)["id"].(string)
+	e.wantStored(t, ws, fileID, "notes.md", "text/markdown", text)
+
+	// Listed out of order, the cut runes no longer join.
+	id = e.createUpload(t, key, "notes.md", "text/markdown", len(text))
+	ids = send(id, text[:cut1], text[cut1:cut2], text[cut2:])
+	status, _, raw = e.uploadJSON(t, key, uploadsPath+"/"+id+"/complete", fmt.Sprintf(`{"part_ids":%s}`, partIDs([]string{ids[0], ids[2], ids[1]})))
+	if status != http.StatusBadRequest || !strings.Contains(string(raw), "file") {
+		t.Errorf("runes cut and joined wrong = %d %s, want 400", status, raw)
+	}
+
+	// A binary part after the sniffing window: refused without reading back,
+	// and with an md5 too.
+	binary := append(append(slices.Clone(text[:100_000]), 0, 1, 2, 3), text[100_000:]...)
+	for _, withMD5 := range []bool{false, true} {
+		id = e.createUpload(t, key, "notes.txt", "text/plain", len(binary))
+		ids = send(id, binary[:100_000], binary[100_000:])
+		body := fmt.Sprintf(`{"part_ids":%s}`, partIDs(ids))
+		if withMD5 {
+			sum := md5.Sum(binary)
+			body = fmt.Sprintf(`{"part_ids":%s,"md5":%q}`, partIDs(ids), hex.EncodeToString(sum[:]))
+		}
+		status, _, raw = e.uploadJSON(t, key, uploadsPath+"/"+id+"/complete", body)
+		if status != http.StatusBadRequest || !strings.Contains(string(raw), "file") {
+			t.Errorf("binary inside text (md5 %v) = %d %s, want 400 naming file", withMD5, status, raw)
+		}
+		if st := e.getUpload(t, key, id)["status"]; st != "pending" {
+			t.Errorf("after the refusal: %v, want pending", st)
+		}
+	}
+}

@@ -36,6 +36,9 @@ CREATE TABLE IF NOT EXISTS uploads (
 CREATE INDEX IF NOT EXISTS uploads_pending_workspace ON uploads (workspace_id, expires_at) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS uploads_pending_expires_at ON uploads (expires_at) WHERE status = 'pending';
 
+-- text is what joining the part to its neighbours as text needs (the
+-- runes cut at its edges, sniff.PieceSummary), NULL when its bytes cannot
+-- be text: completing a text file reads no part back.
 -- seq is the part's place in the order parts were stored. settled_at is set
 -- when the upload stops being pending: from then on the part's object may
 -- be deleted, and the partial index lists exactly those parts, however
@@ -48,6 +51,7 @@ CREATE TABLE IF NOT EXISTS upload_parts (
     object_key TEXT        NOT NULL,
     created_at TIMESTAMPTZ NOT NULL,
     settled_at TIMESTAMPTZ,
+    text       TEXT,
     CONSTRAINT upload_parts_pkey PRIMARY KEY (id),
     CONSTRAINT upload_parts_upload_id_fkey FOREIGN KEY (upload_id) REFERENCES uploads (id),
     CONSTRAINT upload_parts_upload_id_seq_key UNIQUE (upload_id, seq),
