@@ -21,9 +21,11 @@ import (
 const (
 	// maxCopySize is the largest range one UploadPartCopy may copy.
 	maxCopySize = 5 << 30
-	// composeParallel bounds the requests one Compose has in flight: the
-	// HEADs of its sources, then its parts.
+	// composeParallel bounds the parts one Compose sends at once.
 	composeParallel = 8
+	// headParallel bounds the HEADs of its sources in flight: small
+	// requests, up to 10,000 of them before the first part can start.
+	headParallel = 32
 	// copyRate is the slowest server-side copy a part is given time for,
 	// on top of PartTimeout: a 5 GiB copy gets about five more minutes.
 	copyRate = 16 << 20
@@ -151,7 +153,7 @@ func (b *Bucket) sourceSizes(ctx context.Context, srcs []string) ([]int64, error
 	errs := make([]error, len(srcs))
 	var failed atomic.Bool
 	var g errgroup.Group
-	g.SetLimit(composeParallel)
+	g.SetLimit(headParallel)
 	for i, src := range srcs {
 		if failed.Load() || ctx.Err() != nil {
 			break
