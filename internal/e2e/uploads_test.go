@@ -5,11 +5,15 @@ package e2e
 // refusal the contract names leaving nothing made and nothing held.
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -417,4 +421,165 @@ func TestResumableUploadJudgesText(t *testing.T) {
 			t.Errorf("after the refusal: %v, want pending", st)
 		}
 	}
+}
+
+// Two replicas on one PostgreSQL and one S3 bucket, as behind a load
+// balancer: parts go to either, completions race on both (one wins, one
+// file), and a part racing a cancel is either kept before the cancel or
+// refused, never left behind.
+func TestResumableUploadAcrossReplicas(t *testing.T) {
+	cfg := fileTestConfig(t)
+	metadataStores()[1].configure(t, &cfg)
+	storageCases()[1].configure(t, &cfg)
+	e := newFileEnv(t, cfg)
+	second := startGateway(t, cfg)
+	replicas := []*testGateway{e.g, second}
+	key, ws := e.standardKey(t, "fleet")
+	before := e.state(t)
+
+	post := func(g *testGateway, path, body string) (int, map[string]any) {
+		resp, raw := g.do(t, "POST", path, key, strings.NewReader(body), http.Header{"Content-Type": {"application/json"}})
+		return resp.StatusCode, fileJSON(t, raw)
+	}
+	part := func(g *testGateway, id string, data []byte) (int, map[string]any) {
+		body, ct := fileForm(filePart{name: "data", filename: "blob", data: data})
+		resp, raw := g.do(t, "POST", uploadsPath+"/"+id+"/parts", key, bytes.NewReader(body), http.Header{"Content-Type": {ct}})
+		return resp.StatusCode, fileJSON(t, raw)
+	}
+
+	const nParts = 8
+	data := filePNG(nParts * 700 << 10)
+	id := e.createUpload(t, key, "frames.png", "image/png", len(data))
+	ids := make([]string, nParts)
+	var wg sync.WaitGroup
+	for i := range nParts {
+		wg.Go(func() {
+			status, m := part(replicas[i%2], id, data[i*700<<10:(i+1)*700<<10])
+			if status != http.StatusOK {
+				t.Errorf("part %d on replica %d = %d %v", i, i%2, status, m)
+				return
+			}
+			ids[i] = m["id"].(string)
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	statuses := make([]int, 2)
+	fileIDs := make([]string, 2)
+	for i, g := range replicas {
+		wg.Go(func() {
+			status, m := post(g, uploadsPath+"/"+id+"/complete", fmt.Sprintf(`{"part_ids":%s}`, partIDs(ids)))
+			statuses[i] = status
+			if f, ok := m["file"].(map[string]any); ok {
+				fileIDs[i], _ = f["id"].(string)
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(statuses)
+	if !slices.Equal(statuses, []int{http.StatusOK, http.StatusBadRequest}) {
+		t.Fatalf("racing completes answered %v, want one 200 and one 400", statuses)
+	}
+	winner := fileIDs[0] + fileIDs[1]
+	e.wantStored(t, ws, winner, "frames.png", "image/png", data)
+
+	// A part racing a cancel: kept (and then removed with the others) or
+	// refused; never an object left.
+	for round := range 5 {
+		id := e.createUpload(t, key, "frames.png", "image/png", len(data))
+		if status, m := part(e.g, id, data[:700<<10]); status != http.StatusOK {
+			t.Fatalf("round %d: first part = %d %v", round, status, m)
+		}
+		var partStatus, cancelStatus int
+		wg.Go(func() { partStatus, _ = part(second, id, data[700<<10:2*700<<10]) })
+		wg.Go(func() { cancelStatus, _ = post(e.g, uploadsPath+"/"+id+"/cancel", "{}") })
+		wg.Wait()
+		if cancelStatus != http.StatusOK || (partStatus != http.StatusOK && partStatus != http.StatusBadRequest) {
+			t.Errorf("round %d: part %d, cancel %d; want the cancel to win and the part kept or refused", round, partStatus, cancelStatus)
+		}
+	}
+	// Only the winner's file is left once the cancelled uploads' parts are
+	// removed (by the cancel, or the sweeper for a part recorded after it).
+	resp, _ := e.g.do(t, "DELETE", "/api/v1/files/"+winner, key, nil, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("delete = %d", resp.StatusCode)
+	}
+	e.awaitNothingLeft(t, before, 20*time.Second)
+}
+
+// A part that stalls or is cut off is not kept, holds nothing, and can be
+// sent again.
+func TestResumableUploadPartCutOff(t *testing.T) {
+	cfg := fileTestConfig(t)
+	storageCases()[0].configure(t, &cfg)
+	cfg.Server.BodyReadTimeout = time.Second
+	e := newFileEnv(t, cfg)
+	key, ws := e.standardKey(t, "flaky")
+	data := filePDF(3 << 20)
+	id := e.createUpload(t, key, "paper.pdf", "application/pdf", len(data))
+	body, ct := fileForm(filePart{name: "data", filename: "blob", data: data})
+	addr := strings.TrimPrefix(e.g.URL, "http://")
+	head := func(conn net.Conn) {
+		t.Helper()
+		h := strings.Replace(fileRequestHead(addr, key, "", ct, int64(len(body))), fileUploadPath, uploadsPath+"/"+id+"/parts", 1)
+		if _, err := io.WriteString(conn, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Cut off at half: the connection closed.
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head(conn)
+	if _, err := conn.Write(body[:len(body)/2]); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	// Stalled at a third: the gateway answers 408 once the body stops.
+	conn, err = net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	head(conn)
+	if _, err := conn.Write(body[:len(body)/3]); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("stalled part: no answer: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("stalled part = %d, want 408", resp.StatusCode)
+	}
+
+	// Neither was kept; the part sent again completes the file.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		parts := e.getUpload(t, key, id)["parts"].([]any)
+		objs, _ := e.bucket.List(context.Background(), files.PartObjectPrefix)
+		if len(parts) == 0 && len(objs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the cut-off parts: %d parts recorded, objects %v; want none", len(parts), objs)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval: the cut-off one is undone after its answer
+	}
+	status, m, raw := e.sendPart(t, key, id, data)
+	if status != http.StatusOK {
+		t.Fatalf("part sent again = %d %s", status, raw)
+	}
+	status, m, raw = e.uploadJSON(t, key, uploadsPath+"/"+id+"/complete", fmt.Sprintf(`{"part_ids":[%q]}`, m["id"]))
+	if status != http.StatusOK {
+		t.Fatalf("complete = %d %s", status, raw)
+	}
+	e.wantStored(t, ws, m["file"].(map[string]any)["id"].(string), "paper.pdf", "application/pdf", data)
 }
