@@ -371,3 +371,33 @@ func BenchmarkCompose(b *testing.B) {
 	bucket := newBucket(b, srv.config(srv.createBucket(b)))
 	storagetest.ComposeVsUpload(b, bucket, 32, 8*storagetest.MiB)
 }
+
+// Small sources are joined in part buffers from the Bucket's shared
+// budget: however many parts a Compose streams at once, it holds no more
+// than the budget, and gives it all back.
+func TestComposeStreamsWithinTheBudget(t *testing.T) {
+	srv := testServer(t)
+	cfg := srv.config(srv.createBucket(t))
+	cfg.BufferBudget = 2 * s3.MinPartSize
+	b := newBucket(t, cfg)
+	var keys []string
+	var want []byte
+	for i := range 48 {
+		data := storagetest.Data(uint64(i), 500<<10+i)
+		key := fmt.Sprintf("ws/1/part-%02d", i)
+		storagetest.MustUpload(t, b, key, data)
+		keys = append(keys, key)
+		want = append(want, data...)
+	}
+	if _, err := b.Compose(t.Context(), "ws/1/f", keys, blob.UploadOptions{}); err != nil {
+		t.Fatalf("Compose: %v", err)
+	}
+	storagetest.MustContain(t, b, "ws/1/f", want)
+	if peak := b.PeakBufferBytes(); peak > cfg.BufferBudget || peak < s3.MinPartSize {
+		t.Errorf("peak part-buffer memory %d bytes; want one buffer or more, within the budget of %d", peak, cfg.BufferBudget)
+	}
+	if n := b.BufferBytesInUse(); n != 0 {
+		t.Errorf("%d bytes of part buffers still held after the compose", n)
+	}
+	storagetest.NoLeftovers(t, b, append([]string{"ws/1/f"}, keys...)...)
+}
