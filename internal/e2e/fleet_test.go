@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,7 @@ import (
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/internal/testenv"
 	"github.com/aigateway/gateway/policy/keys"
+	"github.com/aigateway/gateway/policy/limits"
 )
 
 const fleetModelPath = "/api/v1/model/openai/gpt-4o"
@@ -59,6 +61,7 @@ func TestFleet(t *testing.T) {
 		})
 	}
 	t.Run("RedisKilled", func(t *testing.T) { testFleetRedisKilled(t, bin) })
+	t.Run("ClusterFailover", func(t *testing.T) { testFleetClusterFailover(t, bin) })
 	t.Run("RedisSlow", func(t *testing.T) { testFleetRedisSlow(t, bin, redisURL) })
 }
 
@@ -306,6 +309,141 @@ func testFleetRedisKilled(t *testing.T, bin string) {
 		if n := strings.Count(logs, "redis reachable again"); n != 1 {
 			t.Errorf("process %d logged the recovery %d times, want once", i, n)
 		}
+	}
+}
+
+// testFleetClusterFailover: a Cluster master is SIGKILLed under lookup
+// load through two processes, some of whose keys live on its slots. No
+// lookup gets a 5xx or waits past the Redis timeout; each process falls
+// back to local limits, and within 2 s of the replica's promotion both
+// decide in Redis again: a key of the dead master's slots drained through
+// one process is limited through the other.
+func testFleetClusterFailover(t *testing.T, bin string) {
+	server := testenv.Require(t, testenv.RedisServerVar)
+	nodes, cli := startRedisCluster(t, server)
+	victim := nodes[0]
+	var victimSlots []slotRange
+	for _, r := range clusterSlots(cli, victim.addr) {
+		if r.addr == victim.addr {
+			victimSlots = append(victimSlots, r)
+		}
+	}
+	if len(victimSlots) == 0 {
+		t.Fatalf("%s serves no slots", victim.addr)
+	}
+
+	limit := configs.Rate{Requests: 20, Per: time.Second, Burst: 200}
+	const timeout = 200 * time.Millisecond
+	cfg := fleetConfig(t)
+	for _, n := range nodes {
+		cfg.Redis.Addrs = append(cfg.Redis.Addrs, n.addr)
+	}
+	cfg.Redis.KeyPrefix = uniqueKeyPrefix()
+	cfg.Redis.ReplicasHint = 2
+	cfg.Redis.Timeout = timeout
+	cfg.Limits.Rate.Default = limit
+	path := writeFleetConfig(t, cfg)
+	// Load keys on the victim's slots and elsewhere, and a key on its
+	// slots for the burst after the failover.
+	onVictim := func(id string) bool {
+		slot := clusterKeySlot(t, cli, nodes[1].addr, cfg.Redis.KeyPrefix+"rl:"+limits.RequestsKey(limits.ClassDefault, id))
+		return slices.ContainsFunc(victimSlots, func(r slotRange) bool { return r.start <= slot && slot <= r.end })
+	}
+	var victimKeys, otherKeys []string
+	var burstKey string
+	for _, k := range fleetKeys(t, path, 40) {
+		switch {
+		case onVictim(k.id) && burstKey == "":
+			burstKey = k.token
+		case onVictim(k.id) && len(victimKeys) < 4:
+			victimKeys = append(victimKeys, k.token)
+		case !onVictim(k.id) && len(otherKeys) < 4:
+			otherKeys = append(otherKeys, k.token)
+		}
+	}
+	if burstKey == "" || len(victimKeys) < 4 || len(otherKeys) < 4 {
+		t.Fatalf("of 40 keys, %d on the victim's slots and %d elsewhere", len(victimKeys)+1, len(otherKeys))
+	}
+	procs := startFleet(t, bin, path, 2)
+	client := fleetClient(t)
+
+	load := &loadRun{stop: make(chan struct{})}
+	for w, key := range append(victimKeys, otherKeys...) {
+		load.wg.Add(1)
+		go load.worker(client, procs, key, 50*time.Millisecond, w)
+	}
+	stopped := false
+	stopLoad := func() {
+		if !stopped {
+			stopped = true
+			close(load.stop)
+			load.wg.Wait()
+		}
+	}
+	defer stopLoad()
+	waitFor(t, 10*time.Second, "lookup load running on the Cluster", func() bool { return load.ok.Load() >= 40 })
+	for i, p := range procs {
+		if s := p.readyz(t, client); s != "ok" {
+			t.Fatalf("process %d redis readiness %q before the kill, want ok", i, s)
+		}
+	}
+
+	victim.kill(t)
+	killed := time.Now()
+	for i, p := range procs {
+		waitFor(t, 2*time.Second, fmt.Sprintf("process %d on local limits after the kill", i), func() bool {
+			return p.metric(t, client, "gateway_ratelimit_fallbacks_total") >= 1
+		})
+	}
+	// Promoted: a living master says it serves the victim's first slot.
+	var promoted time.Time
+	waitFor(t, 15*time.Second, "the victim's replica promoted", func() bool {
+		for _, n := range nodes[1:] {
+			for _, r := range clusterSlots(cli, n.addr) {
+				if r.addr != victim.addr && r.start == victimSlots[0].start {
+					promoted = time.Now()
+					return true
+				}
+			}
+		}
+		return false
+	})
+	shared := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		waitFor(t, 10*time.Second, fmt.Sprintf("process %d back on Redis", i), func() bool {
+			return p.metric(t, client, "gateway_ratelimit_degraded") == 0
+		})
+		shared[i] = time.Since(promoted)
+	}
+	t.Logf("replica promoted %v after the kill; processes back on Redis %v after the promotion",
+		promoted.Sub(killed).Round(time.Millisecond), shared)
+	for i, d := range shared {
+		if d > 2*time.Second {
+			t.Errorf("process %d back on Redis %v after the promotion, want within 2 s", i, d)
+		}
+	}
+
+	// Shared on the promoted master: the whole burst of a key of its
+	// slots through process 0, then only the refill through process 1.
+	burstStart := time.Now()
+	a := burst(client, procs[0], burstKey, limit.Burst, 8)
+	b := burst(client, procs[1], burstKey, 100, 8)
+	burstTime := time.Since(burstStart)
+	if n := a.count(http.StatusOK); n != limit.Burst {
+		t.Errorf("process 0 admitted %d of a fresh key's %d requests, want the whole shared burst (statuses %v)", n, limit.Burst, a.statuses())
+	}
+	refill := int(burstTime.Seconds()*float64(limit.Requests)/limit.Per.Seconds()) + 1
+	if n := b.count(http.StatusOK); n > refill {
+		t.Errorf("after process 0 drained the key, process 1 admitted %d of 100 in %v, want at most the refill %d: limits are not shared", n, burstTime, refill)
+	}
+	stopLoad()
+
+	t.Logf("%d lookups, slowest %v", load.total.Load(), time.Duration(load.slowest.Load()))
+	if n := load.failures.Load(); n > 0 {
+		t.Errorf("%d lookups failed across the Cluster failover (5xx or transport errors); first: %s", n, load.firstFailure())
+	}
+	if d := time.Duration(load.slowest.Load()); d > timeout+time.Second {
+		t.Errorf("slowest lookup took %v, want at most the Redis timeout %v (+1s)", d, timeout)
 	}
 }
 
@@ -559,6 +697,30 @@ func fleetKey(t testing.TB, cfgPath, user string) string {
 		t.Fatalf("create key: %v", err)
 	}
 	return token
+}
+
+// fleetKeys creates n keys, each of a user of its own, and returns their
+// tokens and public ids.
+func fleetKeys(t testing.TB, cfgPath string, n int) []struct{ token, id string } {
+	t.Helper()
+	cfg, err := app.LoadConfig(cfgPath, testGetenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := app.Open(context.Background(), cfg, app.Env{Getenv: testGetenv, Logs: io.Discard})
+	if err != nil {
+		t.Fatalf("open runtime: %v", err)
+	}
+	defer rt.Close()
+	out := make([]struct{ token, id string }, n)
+	for i := range out {
+		token, key, err := rt.CreateKey(context.Background(), keys.NewKeyRequest{Name: "fleet", User: fmt.Sprintf("user%d", i), Role: keys.RoleStandard})
+		if err != nil {
+			t.Fatalf("create key: %v", err)
+		}
+		out[i].token, out[i].id = token, key.ID
+	}
+	return out
 }
 
 // gatewayProc is one `gateway serve` process.
@@ -948,15 +1110,16 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 
 type redisServer struct {
 	bin, dir, addr string
+	args           []string // more arguments of redis-server
 	cmd            *exec.Cmd
 	exited         chan struct{}
 }
 
-// startRedisServer starts redis-server on a free loopback port. It is
-// killed when the test ends.
-func startRedisServer(t *testing.T, bin string) *redisServer {
+// startRedisServer starts redis-server on a free loopback port, with args
+// added. It is killed when the test ends.
+func startRedisServer(t *testing.T, bin string, args ...string) *redisServer {
 	t.Helper()
-	r := &redisServer{bin: bin, dir: t.TempDir()}
+	r := &redisServer{bin: bin, dir: t.TempDir(), args: args}
 	for attempt := 0; ; attempt++ {
 		r.addr = freeLoopbackAddr(t)
 		err := r.start()
@@ -989,8 +1152,8 @@ func (r *redisServer) start() error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(r.bin, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
-		"--dir", r.dir, "--daemonize", "no")
+	cmd := exec.Command(r.bin, append([]string{"--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
+		"--dir", r.dir, "--daemonize", "no"}, r.args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return err
@@ -1057,6 +1220,94 @@ func (r *redisServer) stopProcess() {
 		_ = r.cmd.Process.Kill()
 		<-r.exited
 	}
+}
+
+// --- a Redis Cluster of our own, to kill a master of ---
+
+// startRedisCluster starts three masters, each with a replica, joins them
+// into a Cluster with the redis-cli beside bin, and returns its nodes
+// (masters first) and that redis-cli once every slot is served and every
+// replica is in sync.
+func startRedisCluster(t *testing.T, bin string) ([]*redisServer, string) {
+	t.Helper()
+	cli := filepath.Join(filepath.Dir(bin), "redis-cli")
+	nodes := make([]*redisServer, 6)
+	addrs := make([]string, len(nodes))
+	for i := range nodes {
+		_, bus, _ := net.SplitHostPort(freeLoopbackAddr(t))
+		// A node promotes its replica 1 s after its master stops
+		// answering, whatever the replica's lag; the bus port is picked
+		// free, where port+10000 may be taken; replicas sync at once,
+		// where a master waits 5 s by default.
+		nodes[i] = startRedisServer(t, bin, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0", "--cluster-port", bus,
+			"--repl-diskless-sync-delay", "0")
+		addrs[i] = nodes[i].addr
+	}
+	out, err := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...),
+		"--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, a := range addrs {
+		waitFor(t, 20*time.Second, "cluster node "+a+" ready", func() bool {
+			_, port, _ := net.SplitHostPort(a)
+			info, _ := exec.Command(cli, "-p", port, "cluster", "info").Output()
+			repl, _ := exec.Command(cli, "-p", port, "info", "replication").Output()
+			return strings.Contains(string(info), "cluster_state:ok") &&
+				(strings.Contains(string(repl), "master_link_status:up") ||
+					strings.Contains(string(repl), "role:master") && !strings.Contains(string(repl), "connected_slaves:0"))
+		})
+	}
+	return nodes, cli
+}
+
+// slotRange is a range of slots and the master serving them.
+type slotRange struct {
+	addr       string
+	start, end int
+}
+
+// clusterSlots returns the slot ranges of the masters not known to have
+// failed, as the node at ask sees them (CLUSTER NODES).
+func clusterSlots(cli, ask string) []slotRange {
+	_, port, _ := net.SplitHostPort(ask)
+	out, _ := exec.Command(cli, "-p", port, "cluster", "nodes").Output()
+	var res []slotRange
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		for _, r := range f[8:] {
+			lo, hi, ok := strings.Cut(r, "-")
+			if !ok {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 == nil && err2 == nil { // not a slot being migrated, [n->-id]
+				res = append(res, slotRange{addr, a, b})
+			}
+		}
+	}
+	return res
+}
+
+// clusterKeySlot asks the node at ask for key's slot.
+func clusterKeySlot(t *testing.T, cli, ask, key string) int {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(ask)
+	out, err := exec.Command(cli, "-p", port, "cluster", "keyslot", key).Output()
+	if err != nil {
+		t.Fatalf("cluster keyslot: %v", err)
+	}
+	slot, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("cluster keyslot %q: %q", key, out)
+	}
+	return slot
 }
 
 // --- a proxy that makes Redis slow ---

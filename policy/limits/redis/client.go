@@ -108,7 +108,11 @@ func (o *TLSOptions) config() (*tls.Config, error) {
 // ContextTimeoutEnabled), no command retries (a retried script whose reply
 // was lost would charge a limit twice), one dial attempt per command (the
 // failover limiter, not the client, decides when to try again), and a short
-// pool wait. The caller closes it.
+// pool wait. A Cluster client still follows up to three MOVED or ASK
+// redirects per command (a reshard); it would also retry network errors
+// within that budget, whatever MaxRetries says, which is why the limiters
+// mark their scripts as never to be retried (see script). The caller
+// closes it.
 //
 // Errors wrap ErrInvalidConfig and never contain the password.
 func NewClient(o ClientOptions) (goredis.UniversalClient, error) {
