@@ -406,17 +406,17 @@ func (l *failoverLoad) usage(w int, stop <-chan struct{}) {
 	}
 }
 
-// keyChanges creates a key each round and disables the one created the
-// round before, so that some key waits to be disabled whenever the
-// database goes away: disables meet the outage as creations do. A creation
+// keyChanges creates a key each round and disables the oldest it has not
+// disabled every other round, so that keys wait to be disabled whenever
+// the database goes away: disables meet the outage as creations do. A creation
 // answered 503 is sent again, with its Idempotency-Key, until answered
 // 2xx: it may have been made all the same, and must then be made once.
 func (l *failoverLoad) keyChanges(w int, stop <-chan struct{}) {
 	jsonHeader := http.Header{"Content-Type": {"application/json"}}
-	var pending []string // created in an earlier round, not disabled yet
+	var pending []string // created, not disabled yet
 	name, idem := "", ""
 	for i := 0; failoverPace(stop); i++ {
-		if len(pending) > 0 {
+		if len(pending) > 0 && i%2 == 0 {
 			ok, _ := l.send("key disable", http.MethodPatch, "/api/v1/keys/"+pending[0], l.mgmt, []byte(`{"disabled":true}`), jsonHeader)
 			if ok {
 				l.mu.Lock()
