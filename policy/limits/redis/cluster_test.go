@@ -271,9 +271,9 @@ func replicaOf(t *testing.T, n *redisServer) int {
 
 // TestClusterReshardUnderLoad: while slots move between masters (redis-cli
 // --cluster reshard, MIGRATE key by key), decisions on keys of those slots
-// follow ASK and MOVED to wherever the key is: none fails, and every key
-// is charged exactly once per decision, on the master that holds it
-// afterwards.
+// (and in-flight leases) follow ASK and MOVED to wherever the key is: none
+// fails, and every key is charged exactly once per decision, on the master
+// that holds it afterwards.
 func TestClusterReshardUnderLoad(t *testing.T) {
 	nodes := startCluster(t, 3)
 	from, to := nodes[0], nodes[1]
@@ -285,14 +285,16 @@ func TestClusterReshardUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	const prefix = "reshard:"
 	l := NewLimiter(client, prefix)
+	leases := NewInFlight(client, "reshard-if:")
 	daily := limits.Limit{Rate: 1, Per: 24 * time.Hour, Burst: 1 << 20}
 
 	// Keys in the first slots of the source, which the reshard moves
-	// first; each charged once so that there are keys to migrate.
+	// first; each charged once so that there are keys to migrate. A hash
+	// tag puts a key's bucket and its leases in one slot.
 	const moved = 300
 	var keys []string
 	for i := 0; len(keys) < 64; i++ {
-		key := fmt.Sprintf("k%d", i)
+		key := fmt.Sprintf("{k%d}", i)
 		if slot := client.ClusterKeySlot(ctx, prefix+key).Val(); slot < moved {
 			keys = append(keys, key)
 		}
@@ -328,6 +330,16 @@ func TestClusterReshardUnderLoad(t *testing.T) {
 				}
 				a, b := i%len(keys), (i*7+3)%len(keys)
 				calls.Add(1)
+				if w == 0 && i%4 == 0 {
+					// A lease of the key's own slot, taken and given back.
+					release, ok, err := leases.Acquire(ctx, keys[a], 1<<20, time.Minute)
+					if err != nil || !ok {
+						fail(fmt.Errorf("Acquire = %v, %w", ok, err))
+						continue
+					}
+					release()
+					continue
+				}
 				if w%2 == 0 || a == b {
 					if _, err := l.Allow(ctx, keys[a], daily, 1); err != nil {
 						fail(err)
