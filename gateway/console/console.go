@@ -23,6 +23,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -55,6 +56,13 @@ type Options struct {
 	// so a copy of a signed-out cookie opens nothing. Nil: signing out only
 	// clears the browser's cookie.
 	SignOuts SignOuts
+	// MaxFileBytes is the API's limits.max_file_bytes: the Files page sends
+	// a larger file in parts. Zero means DefaultMaxFileBytes, the API's
+	// default.
+	MaxFileBytes int64
+	// UploadPartBytes is the size of the parts the Files page sends, at
+	// most the API's largest part. Zero means DefaultUploadPartBytes.
+	UploadPartBytes int64
 }
 
 // SignOuts is the shared record of sessions signed out before they
@@ -78,6 +86,9 @@ type Console struct {
 	pages    *pages
 	assets   *assets
 	mux      *http.ServeMux
+
+	// maxFileBytes and partBytes decide how the Files page sends a file.
+	maxFileBytes, partBytes int64
 }
 
 // New builds the console's handler, to be mounted at /console/.
@@ -105,6 +116,8 @@ func New(o Options) (*Console, error) {
 		},
 		sealer: s, cookies: cookies{trusted: o.TrustedProxies},
 		ttl: o.SessionTTL, firstRun: o.FirstRun, signOuts: o.SignOuts, log: o.Log, pages: p, assets: a,
+		maxFileBytes: cmp.Or(max(o.MaxFileBytes, 0), DefaultMaxFileBytes),
+		partBytes:    cmp.Or(max(o.UploadPartBytes, 0), DefaultUploadPartBytes),
 	}
 	if c.ttl <= 0 {
 		c.ttl = 12 * time.Hour
@@ -146,6 +159,10 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /console/files/{id}/content", c.page(c.downloadFile))
 	m.HandleFunc("POST /console/files/{id}/delete", c.action(c.deleteFile))
 	m.HandleFunc("POST /console/files/delete", c.action(c.deleteSelected))
+	m.HandleFunc("POST /console/uploads", c.action(c.createUpload))
+	m.HandleFunc("POST /console/uploads/{id}/parts", c.streamedAction(c.uploadPart))
+	m.HandleFunc("POST /console/uploads/{id}/complete", c.action(c.completeUpload))
+	m.HandleFunc("POST /console/uploads/{id}/cancel", c.action(c.cancelUpload))
 
 	m.HandleFunc("GET /console/budgets", c.page(c.budgets))
 	m.HandleFunc("POST /console/budgets", c.action(c.setBudget))

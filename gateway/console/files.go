@@ -71,6 +71,8 @@ type filesData struct {
 	BulkAction string
 	// Confirm is set on the bulk delete's confirmation page.
 	Confirm *bulkConfirm
+	// Upload says how the page's script sends a file.
+	Upload uploadSettings
 }
 
 // fileRow is a file of the list with its links.
@@ -125,7 +127,8 @@ func (c *Console) files(v *visit) error {
 		return err
 	}
 	d := filesData{Workspaces: choices, Workspace: ws, Shown: filesShown(len(page.Files)),
-		BulkAction: withQuery("/console/files/delete", clone(here)), Here: hiddenFields(here)}
+		BulkAction: withQuery("/console/files/delete", clone(here)), Here: hiddenFields(here),
+		Upload: uploadSettings{Single: c.maxFileBytes, Part: c.partBytes}}
 	d.Files, d.DownloadHint = fileRows(page.Files, here, v.me.Role == serviceRole)
 	d.Newest, d.Newer, d.Older = filePager(here, page, backward)
 	if d.Newest != "" || d.Older != "" || per != filesPerPage {

@@ -155,9 +155,10 @@ func (c *Console) page(f pageFunc) http.HandlerFunc {
 // a form is small and read whole here, urlencoded or multipart.
 func (c *Console) action(f pageFunc) http.HandlerFunc { return c.post(f, true) }
 
-// streamedAction is action for the one form read as a stream, the file
+// streamedAction is action for the forms read as a stream, the file
 // upload, whose handler checks the token as the body's first part before
-// it reads any other (see uploadFile).
+// it reads any other (see uploadFile), and a part of an upload in parts,
+// whose token comes in its header (see uploadPart).
 func (c *Console) streamedAction(f pageFunc) http.HandlerFunc { return c.post(f, false) }
 
 func (c *Console) post(f pageFunc, checkToken bool) http.HandlerFunc {
