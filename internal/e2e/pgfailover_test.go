@@ -42,6 +42,7 @@ const failoverWithin = 10 * time.Second
 // (a batch refused with 503 is sent again with the same ids until
 // counted, as the client does), each created key and each disabled one.
 func TestPostgresFailover(t *testing.T) {
+	testenv.Require(t, testenv.PostgresBinDirVar) // before a build it would not use
 	bin := buildGatewayBinary(t)
 	const standbyName = "failover_standby"
 	// Synchronous replication: the primary acknowledges a commit only once
@@ -122,12 +123,20 @@ func TestPostgresFailover(t *testing.T) {
 		return l.allSince(kinds, killed, func(r string, since time.Time) bool { return l.unavailableSince(r, since) >= 5 })
 	})
 
+	// Readiness says so too: a load balancer that goes by it takes the
+	// replicas out for the failover's seconds.
+	l.await(t, 10*time.Second, "/readyz to fail with the metadata check", func() bool {
+		return l.readiness() == "unavailable"
+	})
+
 	promoting := time.Now()
 	standby.Promote(t)
 	promoted := time.Now()
 	l.await(t, failoverWithin+5*time.Second, "every route to write again after the promotion", func() bool {
 		return l.allSince(kinds, promoting, func(r string, since time.Time) bool { return l.okSince(r, since) > 0 })
 	})
+	l.await(t, failoverWithin, "/readyz to pass again", func() bool { return l.readiness() == "ok" })
+	t.Logf("/readyz passes again %.2fs after the promotion began", time.Since(promoting).Seconds())
 	var slowest time.Duration
 	for _, k := range kinds {
 		d := l.okAfter(k, promoting).Sub(promoting)
@@ -482,6 +491,22 @@ func (l *failoverLoad) okAfter(route string, since time.Time) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// readiness is the metadata check of /readyz: "ok", "unavailable", or
+// what went wrong asking.
+func (l *failoverLoad) readiness() string {
+	code, body := l.get("/readyz", "")
+	var r struct {
+		Checks map[string]string `json:"checks"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return fmt.Sprintf("%d %s", code, body)
+	}
+	if got := r.Checks["metadata"]; (got == "ok") != (code == http.StatusOK) {
+		return fmt.Sprintf("%d with metadata %q", code, got)
+	}
+	return r.Checks["metadata"]
 }
 
 // listFiles lists the ids of every file of the uploader's workspace.
