@@ -389,7 +389,7 @@ func (u *Resumable) Complete(ctx context.Context, c CompleteUpload) (UploadState
 	fileID := newFileID()
 	dst := ObjectKey(ws, fileID)
 	if _, err := u.files.bucket.Compose(ctx, dst, srcs, blob.UploadOptions{ContentType: rec.MimeType}); err != nil {
-		return UploadState{}, storageError(err)
+		return UploadState{}, u.composeError(ctx, ws, rec.ID, err)
 	}
 	made := false
 	defer func() {
@@ -419,6 +419,29 @@ func (u *Resumable) Complete(ctx context.Context, c CompleteUpload) (UploadState
 	u.removeParts(ctx, parts)
 	rec.Status, rec.FileID = UploadCompleted, fileID
 	return UploadState{Upload: rec, File: &file}, nil
+}
+
+// composeError explains a failed assembly. Its parts were there when it
+// began; one gone since means the upload was settled meanwhile (a racing
+// completion removes the parts it used, a cancel all of them), and the
+// answer is then the upload's new status, as the store would give it.
+func (u *Resumable) composeError(ctx context.Context, ws, id string, err error) error {
+	if !errors.Is(err, blob.ErrNotFound) {
+		return storageError(err)
+	}
+	rec, _, lookErr := u.store.Upload(ctx, ws, id)
+	switch {
+	case lookErr != nil:
+		return lookErr
+	case rec.Status != UploadPending:
+		return &UploadStateError{Status: rec.Status}
+	}
+	// Pending with a part's object missing: storage lost what it had
+	// acknowledged. Nothing the client can mend; say so and keep it out
+	// of the client's fault.
+	u.files.log.Error("a stored part of a pending upload is missing from storage",
+		slog.String("upload_id", id), slog.String("workspace_id", ws), slog.Any("error", err))
+	return fmt.Errorf("%w: %w", ErrStorageUnavailable, err)
 }
 
 // orderParts returns the parts ids, in that order, checking that each is
