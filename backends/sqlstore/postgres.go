@@ -19,9 +19,11 @@ const (
 	pgForeignKeyViolation = "23503"
 	pgOutOfRange          = "22003" // numeric_value_out_of_range
 	// pgReadOnly (read_only_sql_transaction): a write reached a server that
-	// takes none, such as a primary demoted to a standby, or one its
-	// operator or host made read-only (default_transaction_read_only, as
-	// managed services do when the disk fills up).
+	// takes none: a standby (the primary's DNS name still resolving to a
+	// host that came back as one), or a server its operator or host made
+	// read-only (default_transaction_read_only, as some managed services do
+	// when the disk fills up). The store's own READ ONLY transactions only
+	// read, so it never means a bug of the store's.
 	pgReadOnly = "25006"
 )
 
@@ -81,8 +83,8 @@ func postgresViolation(err error) violation {
 // postgresUnavailable recognises a server that cannot serve right now:
 // SQLSTATE classes 08 (connection exception) and 53 (insufficient
 // resources, such as too many connections), 57P01-57P03 (administrator or
-// crash shutdown, cannot connect now), 25006 (a read-only server: during a
-// failover, the old primary or a standby), and pgx's own failures of the
+// crash shutdown, cannot connect now), 25006 (a server that takes no
+// writes: a standby, or one made read-only), and pgx's own failures of the
 // connection: dial (which covers a multi-host DSN finding no host that
 // takes writes), timeout, a connection it had already closed (the server
 // went away under it), or any error it marks safe to retry (nothing was
