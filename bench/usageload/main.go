@@ -44,6 +44,7 @@ type options struct {
 	reports    int
 	parallel   int
 	plain      bool
+	limit      float64
 	day        time.Time
 }
 
@@ -86,6 +87,7 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.models, "models", 5, "models the reports are spread over")
 	fs.IntVar(&o.reports, "reports", 1_000_000, "reports, a multiple of 1,000")
 	fs.IntVar(&o.parallel, "parallel", 2, "batches in flight at once")
+	fs.Float64Var(&o.limit, "limit", 0, "a spending limit in USD on every key (0: none), so that each keeps running totals the 402 decision reads")
 	fs.BoolVar(&o.plain, "plain", false, "reports say nothing of what was served (id, key, cost, byok, at only), as gateways before the richer reports take them")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -99,6 +101,8 @@ func parse(args []string) (options, error) {
 	switch {
 	case o.url == "" || o.management == "" || o.service == "":
 		return o, errors.New("-url, -management and -service are required")
+	case o.limit < 0:
+		return o, errors.New("-limit must not be negative")
 	case o.keys < 1 || o.models < 1 || o.parallel < 1:
 		return o, errors.New("-keys, -models and -parallel must be positive")
 	case o.reports < batchSize || o.reports%batchSize != 0:
@@ -118,7 +122,11 @@ func createKeys(ctx context.Context, g gateway, o options) ([]string, error) {
 					Hash string `json:"hash"`
 				} `json:"data"`
 			}
-			body, _ := json.Marshal(map[string]any{"name": "load " + strconv.Itoa(i)})
+			req := map[string]any{"name": "load " + strconv.Itoa(i)}
+			if o.limit > 0 {
+				req["limit"] = o.limit
+			}
+			body, _ := json.Marshal(req)
 			if err := g.post(ctx, "/api/v1/keys", o.management, body, http.StatusCreated, &out); err != nil {
 				return fmt.Errorf("creating key %d: %w", i, err)
 			}

@@ -291,3 +291,73 @@ func gcStats() gcCounts {
 	metrics.Read(samples)
 	return gcCounts{samples[0].Value.Uint64(), samples[1].Value.Uint64(), samples[2].Value.Uint64()}
 }
+
+// BenchmarkUsageIngestKeys: POST /usage in batches of 1,000 spread over
+// 1,000 keys of one workspace (bench/ingestkeys.sh's load, in process, one
+// batch in flight), on both stores; reports/s flat out.
+func BenchmarkUsageIngestKeys(b *testing.B) {
+	for _, store := range []string{"sqlite", "postgres"} {
+		b.Run(store, func(b *testing.B) {
+			cfg := configs.Default()
+			dir := b.TempDir()
+			cfg.Metadata = configs.Metadata{Driver: "sqlite", DSN: filepath.Join(dir, "gateway.db")}
+			if store == "postgres" {
+				cfg.Metadata = configs.Metadata{Driver: "postgres", DSN: freshPostgresDB(b)}
+			}
+			cfg.Storage.FS.Dir = filepath.Join(dir, "files")
+			cfg.Catalog.Path = "../../configs/models.yaml"
+			cfg.Limits.Rate.Default = configs.Rate{Requests: 1 << 30, Per: time.Second, Burst: 1 << 30}
+			cfg.Limits.Rate.Usage = cfg.Limits.Rate.Default
+			rt, a := buildApp(b, cfg, io.Discard)
+			srv := httptest.NewServer(a.Handler())
+			b.Cleanup(func() { srv.Close(); _ = a.Close(); _ = rt.Close() })
+			ctx := context.Background()
+			svc, _, err := rt.CreateKey(ctx, keys.NewKeyRequest{Name: "svc", User: "alice", Role: keys.RoleService})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids := make([]string, 1000)
+			for i := range ids {
+				_, k, err := rt.CreateKey(ctx, keys.NewKeyRequest{Name: "k" + strconv.Itoa(i), User: "alice", Role: keys.RoleStandard})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = k.ID
+			}
+			client := &http.Client{}
+			var body []byte
+			b.ResetTimer()
+			for n := 0; b.Loop(); n++ {
+				body = append(body[:0], `{"reports":[`...)
+				for i := range 1000 {
+					if i > 0 {
+						body = append(body, ',')
+					}
+					body = append(body, `{"id":"b`...)
+					body = strconv.AppendInt(body, int64(n), 10)
+					body = append(body, '-')
+					body = strconv.AppendInt(body, int64(i), 10)
+					body = append(body, `","key":"`...)
+					body = append(body, ids[i]...)
+					body = append(body, `","cost":0.000123,"byok":`...)
+					body = strconv.AppendBool(body, i%3 == 0)
+					body = append(body, '}')
+				}
+				body = append(body, `]}`...)
+				req, _ := http.NewRequest("POST", srv.URL+"/api/v1/usage", bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+svc)
+				req.Header.Set("Content-Type", "application/json")
+				res, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.StatusCode != http.StatusOK || !bytes.Contains(out, []byte(`"accepted":1000`)) {
+					b.Fatalf("batch %d: %d %s", n, res.StatusCode, out)
+				}
+			}
+			b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "reports/s")
+		})
+	}
+}
