@@ -99,12 +99,13 @@ type UploadIdempotency struct {
 type UploadStore interface {
 	// CreateUpload inserts u (pending) and reserves u.Bytes of its
 	// workspace's quota of quota bytes until u.ExpiresAt, in one
-	// transaction; it sets u.ReservationID. ErrQuotaExceeded (a
-	// *QuotaError) when the bytes do not fit; ErrTooManyPending when the
-	// workspace already has maxPending unexpired pending uploads.
+	// transaction; it sets u.ReservationID. An error wrapping
+	// ErrQuotaExceeded when the bytes do not fit; ErrTooManyPending when the
+	// workspace already has maxPending unexpired pending uploads;
+	// workspace.ErrNotFound when the workspace is gone.
 	//
 	// With idem set, an upload created by the same user with the same key
-	// in the last IdempotencyTTL is returned instead (created false) and
+	// in the last workspace.IdempotencyTTL is returned instead (created false) and
 	// nothing is made; the caller compares the request hashes. Concurrent
 	// calls with one key create at most one upload.
 	CreateUpload(ctx context.Context, u UploadRecord, quota int64, maxPending int, idem *UploadIdempotency) (got UploadRecord, requestHash string, created bool, err error)

@@ -157,7 +157,7 @@ func (s *Sweeper) Sweep(ctx context.Context) Result {
 	r.IdempotencyRecords = s.count(KindIdempotency, &r, func() (int, error) { return s.store.SweepIdempotency(ctx, s.cfg.Batch) })
 	r.KeyChanges = s.count(KindKeyChange, &r, func() (int, error) { return s.store.SweepKeyChanges(ctx, s.cfg.Batch) })
 	r.DeletedFiles = s.count(KindDeletedFile, &r, func() (int, error) { return s.store.SweepDeletedFiles(ctx, s.cfg.Batch) })
-	if p, ok := s.bucket.(blob.Pending); ok { // gcs keeps no pending state
+	if p, ok := s.bucket.(blob.Pending); ok { // fs temporary files, S3 multipart uploads, GCS compose intermediates
 		r.Pending = s.count(KindPending, &r, func() (int, error) {
 			return p.AbortPending(ctx, s.now().Add(-s.cfg.Grace), s.cfg.Batch)
 		})
