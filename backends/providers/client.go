@@ -66,6 +66,9 @@ type dialect struct {
 	decodeInfo func(body []byte) (files.ProviderFileInfo, error)
 	// checkDeleted reads a delete's answer: it must say the file is gone.
 	checkDeleted func(body []byte, id string) error
+	// uploads says the provider has an Uploads resource at /uploads
+	// (OpenAI's: a file sent in parts).
+	uploads bool
 }
 
 // Client is one provider's Files API, spoken in that provider's dialect
@@ -82,9 +85,10 @@ type Client struct {
 	// Built once, so that a call builds only what is its own (the key's
 	// header, a file's path, a page's query): the files endpoint, parsed
 	// (a call's URL is a copy of it), and the protocol headers.
-	filesURL  url.URL
-	keyHeader string // d.keyHeader, canonical
-	headers   []header
+	filesURL    url.URL
+	uploadsBase url.URL // {base}/uploads, for a dialect with uploads
+	keyHeader   string  // d.keyHeader, canonical
+	headers     []header
 }
 
 // header is a header every request carries, its value shared by all of
@@ -121,6 +125,10 @@ func newClient(d *dialect, opts Options, log *zap.Logger) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("byok: %s base_url: %w", d.name, err)
 	}
+	uploadsURL, err := url.Parse(base + "/uploads")
+	if err != nil {
+		return nil, fmt.Errorf("byok: %s base_url: %w", d.name, err)
+	}
 	headers := make([]header, len(d.versionHeaders))
 	for i, kv := range d.versionHeaders {
 		headers[i] = header{http.CanonicalHeaderKey(kv[0]), []string{kv[1]}}
@@ -149,11 +157,12 @@ func newClient(d *dialect, opts Options, log *zap.Logger) (*Client, error) {
 		WriteBufferSize:     64 << 10,
 	}
 	return &Client{
-		d:         d,
-		filesURL:  *filesURL,
-		keyHeader: http.CanonicalHeaderKey(d.keyHeader),
-		headers:   headers,
-		timeout:   opts.Timeout,
+		d:           d,
+		filesURL:    *filesURL,
+		uploadsBase: *uploadsURL,
+		keyHeader:   http.CanonicalHeaderKey(d.keyHeader),
+		headers:     headers,
+		timeout:     opts.Timeout,
 		http: &http.Client{
 			Transport: tr,
 			// Never follow a redirect: the request carries the key, and a

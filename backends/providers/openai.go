@@ -19,8 +19,9 @@ const OpenAIPurpose = "user_data"
 
 // openAIDialect is OpenAI's Files API: POST {base}/files, multipart with the
 // fields purpose and file; GET {base}/files?limit=&order=&after=; GET and
-// DELETE {base}/files/{id}; GET {base}/files/{id}/content. Authenticated
-// with "Authorization: Bearer"; request ids come in x-request-id.
+// DELETE {base}/files/{id}; GET {base}/files/{id}/content; and the Uploads
+// resource (uploads.go): POST {base}/uploads, {base}/uploads/{id}/parts,
+// …/complete and …/cancel. Authenticated with "Authorization: Bearer"; request ids come in x-request-id.
 var openAIDialect = dialect{
 	name:            ProviderOpenAI,
 	baseURL:         "https://api.openai.com/v1",
@@ -35,6 +36,7 @@ var openAIDialect = dialect{
 	decodeList:      openAIRecords.list,
 	decodeInfo:      openAIRecords.info,
 	checkDeleted:    checkOpenAIDeleted,
+	uploads:         true,
 }
 
 // openAIRecords reads OpenAI's answers made of File objects: one, or a list

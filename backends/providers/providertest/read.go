@@ -63,6 +63,11 @@ func (eof) Read([]byte) (int, error) { return 0, io.EOF }
 func (s *Server) store(f StoredFile, c source) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.storeLocked(f, c)
+}
+
+// storeLocked is store for a caller holding s.mu.
+func (s *Server) storeLocked(f StoredFile, c source) {
 	s.files[f.ID] = f
 	s.contents[f.ID] = c
 	s.order = append(s.order, f.ID)

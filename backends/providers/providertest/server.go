@@ -114,6 +114,7 @@ type Server struct {
 	files    map[string]StoredFile
 	contents map[string]source
 	order    []string
+	uploads  map[string]*uploadState // OpenAI's Uploads resource
 	requests []Request
 	changed  chan struct{} // closed and replaced when requests grows
 	knobs    knobs
@@ -132,6 +133,7 @@ type knobs struct {
 	hangReads      bool
 	redirectReads  string
 	retryAfter     string // Retry-After of 429 answers
+	uploadsStatus  int    // answer the Uploads resource with this error status
 	stallAfter     int64  // downloads stop after this many bytes (-1: never)
 	stallDownloads bool
 }
@@ -143,6 +145,13 @@ type knobs struct {
 //	GET    /v1/files/{id}
 //	GET    /v1/files/{id}/content
 //	DELETE /v1/files/{id}
+//
+// and OpenAI's Uploads resource (see Server.Upload):
+//
+//	POST   /v1/uploads                 JSON: bytes, filename, mime_type, purpose
+//	POST   /v1/uploads/{id}/parts      multipart: data, at most 64 MB
+//	POST   /v1/uploads/{id}/complete   JSON: part_ids, md5?
+//	POST   /v1/uploads/{id}/cancel
 func NewOpenAI(t testing.TB) *Server { return start(t, openAI{}, OpenAIKey, "/v1", false) }
 
 // NewAnthropic starts an Anthropic Files API stand-in, closed when the test
@@ -177,6 +186,7 @@ func start(t testing.TB, d dialect, key, basePath string, inMemory bool) *Server
 		dir:      t.TempDir(),
 		files:    map[string]StoredFile{},
 		contents: map[string]source{},
+		uploads:  map[string]*uploadState{},
 		changed:  make(chan struct{}),
 		knobs:    knobs{stallAfter: -1},
 	}
@@ -186,6 +196,9 @@ func start(t testing.TB, d dialect, key, basePath string, inMemory bool) *Server
 	mux.HandleFunc("GET /v1/files/{id}", s.stat)
 	mux.HandleFunc("GET /v1/files/{id}/content", s.content)
 	mux.HandleFunc("DELETE /v1/files/{id}", s.delete)
+	if _, ok := d.(openAI); ok {
+		s.routeUploads(mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		rec := s.begin(r)
 		drain(r)
@@ -234,8 +247,9 @@ func (s *Server) FailUploads(status int) { s.setKnobs(func(k *knobs) { k.uploadS
 // body; 0 restores success.
 func (s *Server) FailDeletes(status int) { s.setKnobs(func(k *knobs) { k.deleteStatus = status }) }
 
-// Hang makes later uploads read the whole request and never answer, until
-// the client gives up or the test ends.
+// Hang makes later uploads, and calls of the Uploads resource, read the
+// whole request and never answer, until the client gives up or the test
+// ends.
 func (s *Server) Hang() { s.setKnobs(func(k *knobs) { k.hang = true }) }
 
 // RedirectTo makes later uploads answer 307 Temporary Redirect to url.
