@@ -62,7 +62,7 @@ type UploadObject struct {
 // UploadPart is one stored part of an upload.
 type UploadPart struct {
 	ID        string
-	Bytes     int64 // known from GetUpload only; 0 in the answer to a part
+	Bytes     int64
 	CreatedAt time.Time
 }
 
@@ -189,7 +189,9 @@ func (p *UploadProgress) partLen(i int) int64 {
 // IncompleteUploadError is returned when parts could not be stored after
 // every retry (the gateway or the network stayed down): the upload is left
 // pending, holding what was stored, until it expires. Resume it with
-// ResumeUpload(Progress), or give its reservation back with CancelUpload.
+// ResumeUpload(Progress), which reads the same bytes from an io.ReaderAt;
+// a caller that sent a stream it cannot read again gives the reservation
+// back with CancelUpload(Progress.UploadID).
 type IncompleteUploadError struct {
 	Progress UploadProgress
 	Err      error

@@ -450,6 +450,51 @@ func TestUploadLargeRecoversPartWhoseAnswerWasLost(t *testing.T) {
 	}
 }
 
+// Two parts of one size stored as their answers were lost cannot be told
+// apart: the upload, which they would keep from completing, is cancelled.
+func TestUploadLargeCancelsWhenLostPartsAreAmbiguous(t *testing.T) {
+	g := newUploadsGateway()
+	g.overlap = true
+	g.loseAnswer = func(n int32) bool { return n <= 2 }
+	c := startUploads(t, g)
+	data := testBytes(4000)
+	_, err := c.UploadLarge(context.Background(), bytes.NewReader(data), int64(len(data)), LargeUpload{Filename: "a.txt", PartSize: 1000, Concurrency: 2})
+	if !errors.Is(err, ErrUnknownParts) {
+		t.Fatalf("err = %v, want ErrUnknownParts", err)
+	}
+	if u := g.only(t); u.status != UploadCancelled {
+		t.Errorf("upload %s, want cancelled", u.status)
+	}
+	if g.parts.Load() != 2 {
+		t.Errorf("%d part requests, want the 2 lost ones and none after", g.parts.Load())
+	}
+}
+
+// A refusal at completion (here the md5 of what the gateway assembled)
+// cancels the upload.
+func TestUploadLargeCancelsWhenCompletionIsRefused(t *testing.T) {
+	g := newUploadsGateway()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/complete") {
+			// The gateway assembled other bytes than those read here.
+			writeEnvelope(w, 400, "Invalid request parameters", map[string]any{"fields": map[string]any{"md5": "does not match"}})
+			return
+		}
+		g.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t, srv)
+	data := testBytes(2500)
+	_, err := c.UploadLarge(context.Background(), bytes.NewReader(data), int64(len(data)), LargeUpload{Filename: "a.txt", PartSize: 1000, MD5: true})
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
+		t.Fatalf("err = %v, want the 400 *Error", err)
+	}
+	if u := g.only(t); u.status != UploadCancelled {
+		t.Errorf("upload %s, want cancelled", u.status)
+	}
+}
+
 func TestResumeUploadSendsOnlyMissingParts(t *testing.T) {
 	g := newUploadsGateway()
 	// The gateway stores three parts, then answers 503 until it recovers.
