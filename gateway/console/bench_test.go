@@ -1,9 +1,12 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -103,5 +106,81 @@ func addFileRecords(b *testing.B, dsn, workspace string, n int) {
 	}
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkUploadPart sends a 16 MiB part of an upload in parts over HTTP
+// to the gateway two ways: straight to the API (api: the multipart form a
+// client sends), and as the Files page does (console: the slice's bytes,
+// passed on to the API in process as that form, streamed). The ratio of
+// their MB/s is what the console's way costs. Making and cancelling each
+// upload is outside the timing.
+func BenchmarkUploadPart(b *testing.B) {
+	const size = 16 << 20
+	cfg := testConfig(b)
+	off := false
+	cfg.Limits.Rate.Enabled = &off
+	g := startGateway(b, cfg, true)
+	v := g.browser(b)
+	v.signIn(g.Management)
+	token := v.csrf("/console/files")
+	content := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	create := func() string {
+		a := v.send("/console/uploads", token, "application/json", strings.NewReader(fmt.Sprintf(`{"bytes":%d,"filename":"part.txt","mime_type":"text/plain"}`, size)))
+		var up struct{ ID string }
+		decodeJSON(b, a.Body, &up)
+		if up.ID == "" {
+			b.Fatalf("create = %d %s", a.StatusCode, a.Body)
+		}
+		return up.ID
+	}
+	cancel := func(id string) {
+		if a := v.send("/console/uploads/"+id+"/cancel", token, "", nil); a.StatusCode != http.StatusOK {
+			b.Fatalf("cancel = %d %s", a.StatusCode, a.Body)
+		}
+	}
+	send := map[string]func(id string) *http.Request{
+		"api": func(id string) *http.Request {
+			var form bytes.Buffer
+			mw := multipart.NewWriter(&form)
+			fw, _ := mw.CreateFormFile("data", "part")
+			_, _ = fw.Write(content)
+			_ = mw.Close()
+			req, _ := http.NewRequest(http.MethodPost, g.URL+"/api/v1/uploads/"+id+"/parts", &form)
+			req.Header.Set("Content-Type", mw.FormDataContentType())
+			req.Header.Set("Authorization", "Bearer "+g.Management)
+			return req
+		},
+		"console": func(id string) *http.Request {
+			req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/uploads/"+id+"/parts", bytes.NewReader(content))
+			req.Header.Set("Content-Type", "application/octet-stream")
+			req.Header.Set("X-CSRF-Token", token)
+			req.Header.Set("Origin", g.URL)
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			return req
+		},
+	}
+	for _, way := range []string{"api", "console"} {
+		b.Run(way, func(b *testing.B) {
+			b.SetBytes(size)
+			for b.Loop() {
+				b.StopTimer()
+				id := create()
+				req := send[way](id)
+				b.StartTimer()
+				resp, err := v.hc.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("part = %d", resp.StatusCode)
+				}
+				b.StopTimer()
+				cancel(id)
+				b.StartTimer()
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 // The console's one script: what plain forms cannot do. Everything works
-// without it except the copy buttons, "Select all on this page" and the
-// upload's progress bar; the first two are hidden where it does not run.
+// without it except the copy buttons, "Select all on this page", the
+// upload's progress bar and files over the single-upload limit, which only
+// it sends in parts; the first two are hidden where it does not run.
 'use strict';
 
 document.addEventListener('DOMContentLoaded', () => {
@@ -140,6 +141,15 @@ document.addEventListener('DOMContentLoaded', () => {
           bar.value = 100;
           percent.textContent = '100 %';
           done(answer);
+        } else if (xhr.status === 413) {
+          // The gateway's limit is below the one this page was given (a
+          // replica with a newer configuration): parts still go.
+          button.disabled = true;
+          input.disabled = true;
+          sendInParts(file).finally(() => {
+            button.disabled = false;
+            input.disabled = false;
+          });
         } else if (answer) {
           show('error', answer.message);
         } else if (xhr.status === 403 || xhr.status === 401 || xhr.responseURL.includes('/console/sign-in')) {
