@@ -323,6 +323,29 @@ func TestUploadInPartsInTheBrowser(t *testing.T) {
 	if n, err := countFiles(api, ws); err != nil || n != 1 {
 		t.Errorf("files in the workspace: %d, %v; want the one uploaded", n, err)
 	}
+
+	// 4. The gateway's own console: a page given a limit above the
+	// gateway's sends the file whole, is refused as too large (413) and
+	// sends it in parts; a page given the gateway's sends parts at once.
+	// Either way the file arrives whole.
+	c.run("sign in to the gateway's own console",
+		chromedp.Navigate(g.URL+"/console/sign-in"),
+		chromedp.WaitVisible(chromedp.CSS(`#key`)),
+		chromedp.SendKeys(chromedp.CSS(`#key`), g.Management),
+		chromedp.Submit(chromedp.CSS(`#key`)),
+		chromedp.WaitVisible(chromedp.CSS(`header nav`)),
+		chromedp.Navigate(g.URL+"/console/files?workspace="+ws),
+		chromedp.WaitVisible(chromedp.CSS(`#file`)),
+		chromedp.SetUploadFiles(chromedp.CSS(`#file`), []string{write("again.txt", content)}),
+		chromedp.Click(chromedp.CSS(`#upload button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#upload-message`)),
+	)
+	if got, want := c.text(`#upload-message`), fmt.Sprintf("Uploaded “again.txt” (%d bytes).", total); !strings.Contains(got, want) {
+		t.Errorf("after a single upload refused as too large: %q, want %q", got, want)
+	}
+	if got := fileBytes(t, g, fileNamed(t, api, ws, "again.txt").ID, ws); !bytes.Equal(got, content) {
+		t.Errorf("the file sent in parts after a 413 differs (%d bytes read back)", len(got))
+	}
 }
 
 func (h *partHook) lastUpload() string {
