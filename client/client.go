@@ -12,7 +12,9 @@
 // and updates sent with an Idempotency-Key, which the client always sends)
 // are retried on 429 and 503, after the answer's Retry-After plus a random
 // part, at most Retry.MaxAttempts times in all and never past the context's
-// deadline. An upload is never retried: its body is streamed once.
+// deadline. UploadFile is never retried: its body is streamed once.
+// UploadLarge sends a file in parts and sends again a part that failed,
+// from an io.ReaderAt or its buffer.
 package client
 
 import (

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh CMD [ARG...]: start every server the integration tests need —
-# Redis, PostgreSQL, an S3-compatible server (versitygw) and a GCS emulator
+# Redis (a single server, a Cluster of 3 masters with replicas, a Sentinel
+# group), PostgreSQL, an S3-compatible server (versitygw) and a GCS emulator
 # (fake-gcs-server) — each ephemeral, on a free loopback port, in a temp dir;
 # find Chromium and axe-core for the console's browser tests (installed if
 # missing);
