@@ -1,10 +1,14 @@
 package files
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/aigateway/gateway/files/blob"
 )
 
 func TestOrderParts(t *testing.T) {
@@ -102,5 +106,42 @@ func TestPartObjectKeyIsApartFromFiles(t *testing.T) {
 	k := PartObjectKey("ws1", "upload_x", "part_y")
 	if strings.HasPrefix(k, ObjectPrefix) || !strings.HasPrefix(k, PartObjectPrefix) {
 		t.Errorf("PartObjectKey = %q: must lie under %q, never under the files' %q", k, PartObjectPrefix, ObjectPrefix)
+	}
+}
+
+// stateStore answers Upload with a fixed record; nothing else is asked of it.
+type stateStore struct {
+	UploadStore
+	rec UploadRecord
+}
+
+func (s stateStore) Upload(context.Context, string, string) (UploadRecord, []UploadPart, error) {
+	return s.rec, nil, nil
+}
+
+// An assembly that failed on a missing part answers what happened to the
+// upload meanwhile: its new status when a racing completion or a cancel
+// settled it, a storage failure when it is still pending.
+func TestComposeError(t *testing.T) {
+	missing := &blob.MissingSourceError{Key: "up/w/u/part_a"}
+	for _, tc := range []struct {
+		status UploadStatus
+		want   error
+	}{
+		{UploadCompleted, ErrUploadNotPending},
+		{UploadCancelled, ErrUploadNotPending},
+		{UploadPending, ErrStorageUnavailable},
+	} {
+		u := NewResumable(ResumableConfig{}, NewService(Config{}, Deps{}), stateStore{rec: UploadRecord{Status: tc.status}})
+		err := u.composeError(t.Context(), "w", "u", fmt.Errorf("compose: %w", missing))
+		var se *UploadStateError
+		if !errors.Is(err, tc.want) || (tc.status != UploadPending) != errors.As(err, &se) {
+			t.Errorf("%s: %v, want %v", tc.status, err, tc.want)
+		}
+	}
+	// Any other failure is the storage's, classified as for an upload.
+	u := NewResumable(ResumableConfig{}, NewService(Config{}, Deps{}), stateStore{})
+	if err := u.composeError(t.Context(), "w", "u", blob.ErrUnavailable); !errors.Is(err, ErrStorageUnavailable) {
+		t.Errorf("unavailable: %v", err)
 	}
 }
