@@ -96,6 +96,10 @@ type CreateUpload struct {
 	Purpose     Purpose
 	// Idempotency, when set, makes a retry answer the upload made first.
 	Idempotency *UploadIdempotency
+	// Provider is the provider parameter: "" stores the upload here;
+	// openai forwards it to OpenAI's Uploads resource with the workspace's
+	// stored key (resumable_provider.go).
+	Provider string
 }
 
 // Create starts an upload, reserving its bytes of the workspace's quota
@@ -103,6 +107,9 @@ type CreateUpload struct {
 // ErrWorkspaceForbidden; a *ParamError for bytes, filename or mime_type;
 // a *QuotaError; ErrTooManyPending; workspace.ErrIdempotencyMismatch.
 func (u *Resumable) Create(ctx context.Context, c CreateUpload) (UploadRecord, error) {
+	if c.Provider != "" {
+		return u.createForwarded(ctx, c)
+	}
 	if c.Key.Role == keys.RoleService {
 		return UploadRecord{}, keys.ErrReadOnlyKey
 	}
@@ -151,6 +158,9 @@ type UploadRef struct {
 	Key         *keys.APIKey
 	WorkspaceID string // the workspace_id parameter
 	ID          string
+	// Provider is the provider parameter: it must name where the upload
+	// was made, "" for the gateway's own storage.
+	Provider string
 }
 
 // resolve finds the workspace of ref. An upload in a workspace the key may
@@ -176,8 +186,14 @@ type UploadState struct {
 
 // Get returns an upload, its parts and its file.
 func (u *Resumable) Get(ctx context.Context, ref UploadRef) (UploadState, error) {
+	if ref.Provider != "" {
+		return u.getForwarded(ref)
+	}
 	ws, err := u.resolve(ctx, ref, false)
 	if err != nil {
+		return UploadState{}, err
+	}
+	if err := u.checkNative(ctx, ws, ref.ID); err != nil {
 		return UploadState{}, err
 	}
 	rec, parts, err := u.store.Upload(ctx, ws, ref.ID)
@@ -235,8 +251,14 @@ func (u *Resumable) MaxPartBytes() int64 { return u.cfg.MaxPartBytes }
 // are stored and before they are recorded, reads what the request holds
 // after the part: the part is kept only if it succeeds.
 func (u *Resumable) AddPart(ctx context.Context, ref UploadRef, body io.Reader, declared int64, rest func() error) (_ UploadPart, err error) {
+	if ref.Provider != "" {
+		return u.addForwardedPart(ctx, ref, body, declared, rest)
+	}
 	ws, err := u.resolve(ctx, ref, true)
 	if err != nil {
+		return UploadPart{}, err
+	}
+	if err := u.checkNative(ctx, ws, ref.ID); err != nil {
 		return UploadPart{}, err
 	}
 	rec, parts, err := u.store.Upload(ctx, ws, ref.ID)
@@ -359,8 +381,14 @@ type CompleteUpload struct {
 // mime_type when the declared type contradicts the content;
 // ErrStorageUnavailable.
 func (u *Resumable) Complete(ctx context.Context, c CompleteUpload) (UploadState, error) {
+	if c.Ref.Provider != "" {
+		return u.completeForwarded(ctx, c)
+	}
 	ws, err := u.resolve(ctx, c.Ref, true)
 	if err != nil {
+		return UploadState{}, err
+	}
+	if err := u.checkNative(ctx, ws, c.Ref.ID); err != nil {
 		return UploadState{}, err
 	}
 	if c.MD5 != "" {
@@ -582,8 +610,14 @@ func textual(t string) bool {
 // Cancel makes a pending upload cancelled, releases its quota and removes
 // its parts. Errors: ErrUploadNotFound; *UploadStateError.
 func (u *Resumable) Cancel(ctx context.Context, ref UploadRef) (UploadRecord, error) {
+	if ref.Provider != "" {
+		return u.cancelForwarded(ctx, ref)
+	}
 	ws, err := u.resolve(ctx, ref, true)
 	if err != nil {
+		return UploadRecord{}, err
+	}
+	if err := u.checkNative(ctx, ws, ref.ID); err != nil {
 		return UploadRecord{}, err
 	}
 	rec, err := u.store.CancelUpload(ctx, ws, ref.ID)

@@ -81,20 +81,35 @@ func (a *API) viewUpload(r *http.Request, st files.UploadState, withParts bool) 
 	return v
 }
 
-// uploadRef reads the upload named by the path and the workspace_id
-// parameter.
+// uploadRef reads the upload named by the path and the workspace_id and
+// provider parameters.
 func uploadRef(r *http.Request, caller *keys.APIKey) (files.UploadRef, error) {
 	id, err := pathSegment(r, "id")
 	if err != nil {
 		return files.UploadRef{}, err
 	}
-	return files.UploadRef{Key: caller, WorkspaceID: r.URL.Query().Get("workspace_id"), ID: id}, nil
+	provider, err := uploadProvider(r)
+	if err != nil {
+		return files.UploadRef{}, err
+	}
+	return files.UploadRef{Key: caller, WorkspaceID: r.URL.Query().Get("workspace_id"), ID: id, Provider: provider}, nil
+}
+
+// uploadProvider reads the provider parameter of an upload route: absent
+// for the gateway's own storage; the upload service judges its value.
+func uploadProvider(r *http.Request) (string, error) {
+	q := r.URL.Query()
+	if q.Has("provider") && q.Get("provider") == "" {
+		return "", badRequest(map[string]any{"provider": "must be openai or anthropic"})
+	}
+	return q.Get("provider"), nil
 }
 
 // createUpload answers POST /api/v1/uploads.
 func (a *API) createUpload(w http.ResponseWriter, r *http.Request, caller *keys.APIKey) error {
-	if r.URL.Query().Has("provider") {
-		return badRequest(map[string]any{"provider": "uploads in parts are stored by the gateway; send them without provider"})
+	provider, err := uploadProvider(r)
+	if err != nil {
+		return err
 	}
 	body, idemKey, err := readJSONBody(w, r, maxJSONBody)
 	if err != nil {
@@ -106,10 +121,10 @@ func (a *API) createUpload(w http.ResponseWriter, r *http.Request, caller *keys.
 	}
 	c := files.CreateUpload{
 		Key: caller, WorkspaceID: r.URL.Query().Get("workspace_id"),
-		Bytes: req.Bytes, Filename: req.Filename, MimeType: req.MimeType, Purpose: req.Purpose,
+		Bytes: req.Bytes, Filename: req.Filename, MimeType: req.MimeType, Purpose: req.Purpose, Provider: provider,
 	}
 	if idemKey != "" {
-		c.Idempotency = &files.UploadIdempotency{UserID: caller.UserID, Key: idemKey, RequestHash: requestFingerprint(c.WorkspaceID, req)}
+		c.Idempotency = &files.UploadIdempotency{UserID: caller.UserID, Key: idemKey, RequestHash: requestFingerprint(c.WorkspaceID, provider, req)}
 	}
 	rec, err := a.uploads.Create(r.Context(), c)
 	if err != nil {
@@ -190,11 +205,12 @@ func readUploadCreation(body []byte) (uploadCreation, error) {
 
 // requestFingerprint hashes what makes two creations the same request,
 // so a retry that differs only in whitespace or key order is the same.
-func requestFingerprint(workspaceID string, req uploadCreation) string {
+func requestFingerprint(workspaceID, provider string, req uploadCreation) string {
 	b, _ := json.Marshal(struct {
 		WorkspaceID string
+		Provider    string `json:",omitempty"` // so a native creation's hash is what it was
 		Req         uploadCreation
-	}{workspaceID, req}) // plain fields always encode
+	}{workspaceID, provider, req}) // plain fields always encode
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

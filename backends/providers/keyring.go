@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/aigateway/gateway/files"
@@ -130,4 +131,83 @@ func serviceError(err error) error {
 	default:
 		return err
 	}
+}
+
+var _ files.UploadProvider = boundProvider{}
+
+// uploader is b's provider's Uploads resource, or ErrNoUploads.
+func (b boundProvider) uploader() (Uploader, error) {
+	if u, ok := b.p.(Uploader); ok {
+		return u, nil
+	}
+	return nil, ErrNoUploads
+}
+
+func (b boundProvider) CreateUpload(ctx context.Context, r files.ProviderUploadRequest) (files.ProviderUpload, error) {
+	u, err := b.uploader()
+	if err != nil {
+		return files.ProviderUpload{}, uploadError(err)
+	}
+	up, err := u.CreateUpload(ctx, b.key, UploadRequest{Bytes: r.Bytes, Filename: r.Filename, MimeType: r.MimeType, Purpose: string(r.Purpose)})
+	if err != nil {
+		return files.ProviderUpload{}, uploadError(err)
+	}
+	return files.ProviderUpload{ID: up.ID, ExpiresAt: up.ExpiresAt, File: up.File}, nil
+}
+
+func (b boundProvider) AddUploadPart(ctx context.Context, id string, data io.Reader) (files.ProviderUploadPart, error) {
+	u, err := b.uploader()
+	if err != nil {
+		return files.ProviderUploadPart{}, uploadError(err)
+	}
+	p, err := u.AddUploadPart(ctx, b.key, id, data)
+	if err != nil {
+		return files.ProviderUploadPart{}, uploadError(err)
+	}
+	return files.ProviderUploadPart{ID: p.ID, CreatedAt: p.CreatedAt}, nil
+}
+
+func (b boundProvider) CompleteUpload(ctx context.Context, id string, partIDs []string, md5 string) (files.ProviderUpload, error) {
+	u, err := b.uploader()
+	if err != nil {
+		return files.ProviderUpload{}, uploadError(err)
+	}
+	up, err := u.CompleteUpload(ctx, b.key, id, partIDs, md5)
+	if err != nil {
+		return files.ProviderUpload{}, uploadError(err)
+	}
+	return files.ProviderUpload{ID: up.ID, ExpiresAt: up.ExpiresAt, File: up.File}, nil
+}
+
+func (b boundProvider) CancelUpload(ctx context.Context, id string) (files.ProviderUpload, error) {
+	u, err := b.uploader()
+	if err != nil {
+		return files.ProviderUpload{}, uploadError(err)
+	}
+	up, err := u.CancelUpload(ctx, b.key, id)
+	if err != nil {
+		return files.ProviderUpload{}, uploadError(err)
+	}
+	return files.ProviderUpload{ID: up.ID, ExpiresAt: up.ExpiresAt, File: up.File}, nil
+}
+
+// uploadError maps a failure of the Uploads resource as readError maps a
+// read's, except that the provider's 404 is a refusal too (400 with the
+// provider's status): the gateway recorded the upload, so the provider not
+// knowing it (expired there, or made with another of the workspace's
+// keys) is not the upload's absence. An upload id no provider issues is
+// the gateway's ErrUploadNotFound.
+func uploadError(err error) error {
+	var pe *ProviderError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrInvalidFileID):
+		return fmt.Errorf("%w: %w", files.ErrUploadNotFound, err)
+	case errors.Is(err, ErrNoUploads):
+		return fmt.Errorf("%w: %w", files.ErrProviderRejected, err)
+	case errors.As(err, &pe) && !pe.Timeout && pe.Status == http.StatusNotFound:
+		return fmt.Errorf("%w: %w", files.ErrProviderRejected, err)
+	}
+	return readError(err, false)
 }

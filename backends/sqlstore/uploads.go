@@ -97,6 +97,43 @@ func (r uploadRow) takesChanges(now time.Time) error {
 // reserved or counted. Concurrent calls with one key wait for each other, so
 // at most one creates. A refused creation keeps no claim.
 func (s *Store) CreateUpload(ctx context.Context, u files.UploadRecord, quota int64, maxPending int, idem *files.UploadIdempotency) (_ files.UploadRecord, _ string, _ bool, err error) {
+	return s.createUpload(ctx, u, "", quota, maxPending, idem)
+}
+
+var _ files.ForwardedUploadStore = (*Store)(nil)
+
+// CreateForwardedUpload is CreateUpload for an upload forwarded to
+// provider, whose id u.ID is the provider's: UploadBackend names the
+// provider from then on. Its pending upload counts against maxPending and
+// its bytes are reserved as a native upload's are.
+func (s *Store) CreateForwardedUpload(ctx context.Context, u files.UploadRecord, provider string, quota int64, maxPending int, idem *files.UploadIdempotency) (_ files.UploadRecord, _ string, _ bool, err error) {
+	if provider == "" {
+		return files.UploadRecord{}, "", false, invalidf("a forwarded upload needs its provider")
+	}
+	return s.createUpload(ctx, u, provider, quota, maxPending, idem)
+}
+
+// UploadBackend returns the provider the upload id of workspaceID was
+// forwarded to, "" for a native one; files.ErrUploadNotFound when there is
+// no such upload.
+func (s *Store) UploadBackend(ctx context.Context, workspaceID, id string) (_ string, err error) {
+	defer s.classify(&err)
+	wsID, ok := canonicalUUID(workspaceID)
+	if !ok {
+		return "", files.ErrUploadNotFound
+	}
+	var backend string
+	err = s.r.QueryRowContext(ctx, `SELECT backend FROM uploads WHERE id = $1 AND workspace_id = $2`, id, wsID).Scan(&backend)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", files.ErrUploadNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("sqlstore: upload backend: %w", err)
+	}
+	return backend, nil
+}
+
+func (s *Store) createUpload(ctx context.Context, u files.UploadRecord, backend string, quota int64, maxPending int, idem *files.UploadIdempotency) (_ files.UploadRecord, _ string, _ bool, err error) {
 	defer s.classify(&err)
 	if u.ID == "" || u.Bytes < 0 {
 		return files.UploadRecord{}, "", false, invalidf("upload needs an id and bytes >= 0")
@@ -149,10 +186,10 @@ func (s *Store) CreateUpload(ctx context.Context, u files.UploadRecord, quota in
 		}
 		u.ReservationID = res.ID
 		_, err = tx.ExecContext(ctx, `INSERT INTO uploads (id, workspace_id, key_id, filename, mime_type,
-			purpose, bytes, status, created_at, expires_at, reservation_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			purpose, bytes, status, created_at, expires_at, reservation_id, backend)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			u.ID, wsID, u.KeyID, u.Filename, u.MimeType, string(u.Purpose), u.Bytes, string(u.Status),
-			s.d.ts(u.CreatedAt), s.d.ts(u.ExpiresAt), u.ReservationID)
+			s.d.ts(u.CreatedAt), s.d.ts(u.ExpiresAt), u.ReservationID, backend)
 		if s.d.violation(err) == violationPrimaryKey {
 			return fmt.Errorf("create upload: %w", ErrConflict)
 		}

@@ -5,6 +5,10 @@
 -- upgrade test rewinds it to before version 12) applies it again without
 -- losing or refusing anything.
 --
+-- backend is the provider an upload was forwarded to (its id is then the
+-- provider's upload id, and the provider holds its parts), '' for an
+-- upload whose parts the gateway stores.
+--
 -- workspace_id has no foreign key: a workspace may be deleted while rows of
 -- its finished uploads remain (a pending one holds an unexpired quota
 -- reservation, which refuses the deletion). parts_count and parts_bytes are
@@ -25,6 +29,7 @@ CREATE TABLE IF NOT EXISTS uploads (
     file_id        TEXT,
     parts_count    INTEGER     NOT NULL DEFAULT 0,
     parts_bytes    BIGINT      NOT NULL DEFAULT 0,
+    backend        TEXT        NOT NULL DEFAULT '',
     CONSTRAINT uploads_pkey PRIMARY KEY (id),
     CONSTRAINT uploads_bytes_check CHECK (bytes >= 0),
     CONSTRAINT uploads_status_check CHECK (status IN ('pending', 'completed', 'cancelled', 'expired')),
