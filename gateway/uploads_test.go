@@ -85,11 +85,11 @@ func TestCreateUploadReadsTheBody(t *testing.T) {
 	}
 
 	for body, field := range map[string]string{
-		`{"bytes":"10","filename":"a","mime_type":"text/plain","purpose":"batch"}`:    "bytes",
-		`{"bytes":1.5,"filename":"a","mime_type":"text/plain","purpose":"batch"}`:     "bytes",
-		`{"bytes":10,"filename":7,"mime_type":"text/plain","purpose":"batch"}`:        "filename",
-		`{"bytes":10,"filename":"a","mime_type":"text/plain","purpose":""}`:           "purpose",
-		`{"bytes":10,"filename":"a","mime_type":"text/plain"}`:                        "purpose",
+		`{"bytes":"10","filename":"a","mime_type":"text/plain","purpose":"batch"}`:     "bytes",
+		`{"bytes":1.5,"filename":"a","mime_type":"text/plain","purpose":"batch"}`:      "bytes",
+		`{"bytes":10,"filename":7,"mime_type":"text/plain","purpose":"batch"}`:         "filename",
+		`{"bytes":10,"filename":"a","mime_type":"text/plain","purpose":""}`:            "purpose",
+		`{"bytes":10,"filename":"a","mime_type":"text/plain"}`:                         "purpose",
 		`{"bytes":10,"filename":"a","mime_type":"text/plain","purpose":"batch","x":1}`: "x",
 		`[1]`: "body",
 	} {
