@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aigateway/gateway/client"
 	"github.com/aigateway/gateway/configs"
@@ -135,8 +136,20 @@ func TestFilesAndModelsInTheBrowser(t *testing.T) {
 	c.run("search",
 		chromedp.SendKeys(chromedp.CSS(`#m-q`), "HAIKU"),
 		chromedp.Submit(chromedp.CSS(`#m-q`)),
-		chromedp.WaitVisible(chromedp.CSS(`#models-count`)),
 	)
+	// The page before the search has a count too: wait for the search's
+	// own. A read may land on the page being replaced, and fail: try again
+	// until the deadline.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		s, err := chromedp.Run(c.ctx, chromedp.Evaluate[string](`(document.getElementById('models-count') || {textContent: ''}).textContent`))
+		if err == nil && strings.Contains(s, "HAIKU") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the search's results did not come: %q, %v", s, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	found := js(`JSON.stringify([...document.querySelectorAll('td.model')].map(td => td.textContent))`)
 	if n := strings.Count(found, "haiku"); n < 2 || strings.Contains(found, "gpt-4o") {
 		t.Errorf("search for HAIKU lists %s", found)
