@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +33,7 @@ func TestUsageContract(t *testing.T) {
 		{"Upgrade", testUsageUpgrade},
 		{"Activity", testUsageActivity},
 		{"Retention", testUsageRetention},
+		{"TotalsMadeDuringIngest", testUsageTotalsMadeDuringIngest},
 	}
 	for _, be := range []struct {
 		name string
@@ -538,5 +541,62 @@ func testUsageRetention(t *testing.T, b backend) {
 	rows := rollupsOf(t, s, k.ID)
 	if len(rows) != 2 || rows[0].Requests != 3 || rows[0].Cost != 300 {
 		t.Errorf("rollups after the prune: %+v", rows)
+	}
+}
+
+// testUsageTotalsMadeDuringIngest: a limit set on a key while batches of
+// its reports are being recorded makes totals that count every batch, the
+// ones in flight included (on PostgreSQL a recording that found no totals
+// and a making that did not see its rollups would lose it for good).
+func testUsageTotalsMadeDuringIngest(t *testing.T, b backend) {
+	s := b.store(t)
+	ctx := testContext(t)
+	mustUser(t, s, "alice")
+	ws := mustWorkspace(t, s, "alice", "team")
+	k := mustRoleKey(t, s, "alice", keys.RoleStandard, ws.ID, time.Now())
+	now := time.Now().UTC()
+	const writers, batches = 4, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range batches {
+				rs := make([]spend.Report, 50)
+				for i := range rs {
+					rs[i] = spend.Report{ID: fmt.Sprintf("w%d-%d-%d", w, n, i), KeyID: k.ID, Cost: 1, At: now}
+				}
+				if _, err := s.RecordUsage(ctx, spend.Batch{UserID: "alice", Reports: rs, Workspaces: map[string]string{k.ID: ws.ID}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	// The limit is set once some batches are in.
+	deadline := time.Now().Add(30 * time.Second)
+	for count(t, s, `SELECT COUNT(*) FROM usage_reports WHERE key_id = $1`, k.ID) < 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first batches never arrived")
+		}
+		runtime.Gosched()
+	}
+	limit := money.Micros(1_000_000)
+	if _, err := s.UpdateKey(ctx, "alice", k.ID, keys.UpdateRequest{Limit: keys.Optional[*money.Micros]{Set: true, Value: &limit}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	c, err := s.StandingsSince(ctx, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := money.Micros(writers * batches * 50)
+	if kc := keyChange(c, k.ID); kc == nil || kc.Totals.Total != total || kc.Totals.Usage(spend.WindowsAt(now)).Daily != total {
+		t.Errorf("the key's totals after its limit was set during the ingest: %+v, want %v in all", kc, total)
 	}
 }
