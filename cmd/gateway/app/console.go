@@ -59,6 +59,7 @@ func (a *App) buildConsole(ctx context.Context, api http.Handler, sealingKey []b
 	c, err := console.New(console.Options{
 		API: api, SessionKey: sessionKey, TrustedProxies: cfg.Server.TrustedPrefixes(),
 		SessionTTL: cfg.Console.SessionTTL, FirstRun: firstRun, Log: slogOf(a.rt.Log), SignOuts: a.rt.store,
+		MaxFileBytes: int64(cfg.Limits.MaxFileBytes),
 	})
 	if err != nil {
 		return err
