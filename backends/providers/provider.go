@@ -7,7 +7,10 @@
 // provider's dialect), which streams files both ways without buffering them; and Keyring, the adapter the
 // file service sees (files.Opener): it unseals a workspace's key (sealed by
 // policy/keys/seal) and binds it to a Provider, so the plaintext key never leaves
-// this package. The package knows nothing about HTTP routing or the store.
+// this package. Client also speaks OpenAI's Uploads resource (Uploader,
+// uploads.go), a file sent in parts, which the bound provider offers the
+// file service as files.UploadProvider. The package knows nothing about
+// HTTP routing or the store.
 package providers
 
 import (
