@@ -51,6 +51,11 @@ func (e *UploadStateError) FieldProblems() []invalid.Field {
 // Unwrap returns ErrUploadNotPending.
 func (e *UploadStateError) Unwrap() error { return ErrUploadNotPending }
 
+// UploadRowRetention is how long the row of an upload no longer pending
+// is kept past its ExpiresAt, so GET /uploads/{id} still answers it; then
+// the sweeper deletes it (its file, if any, stays).
+const UploadRowRetention = 7 * 24 * time.Hour
+
 // UploadRecord is the row of a resumable upload.
 type UploadRecord struct {
 	ID          string // "upload_" and an opaque id

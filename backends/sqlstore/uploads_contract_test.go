@@ -42,6 +42,7 @@ func TestUploadContract(t *testing.T) {
 		{"Expiry", testUploadExpiry},
 		{"Expiry/Concurrent", testUploadExpiryConcurrent},
 		{"Parts/DeleteAndKnown", testUploadDeleteKnownParts},
+		{"Sweep/OldRows", testUploadSweepRows},
 	}
 	for _, be := range []struct {
 		name string
@@ -1057,4 +1058,51 @@ func holdParts(ctx context.Context, s *Store, uploadID string, n int) error {
 		_, err := tx.ExecContext(ctx, `UPDATE uploads SET parts_count = $2, parts_bytes = $3 WHERE id = $1`, uploadID, n, int64(n))
 		return err
 	})
+}
+
+// testUploadSweepRows: a settled upload's row goes files.UploadRowRetention
+// after its time, once its parts are gone; a pending one, or one whose
+// parts remain, stays; the completed upload's file stays.
+func testUploadSweepRows(t *testing.T, b backend) {
+	s, clock, ws := uploadFixture(t, b)
+	ctx := testContext(t)
+	done := mustCreateUpload(t, s, clock, ws.ID, 300, 10_000)
+	p := mustAddPart(t, s, ws.ID, done.ID, 300)
+	rec := record(ws.ID, 300)
+	if err := s.CompleteUpload(ctx, ws.ID, done.ID, rec); err != nil {
+		t.Fatal(err)
+	}
+	cancelled := mustCreateUpload(t, s, clock, ws.ID, 100, 10_000)
+	kept := mustAddPart(t, s, ws.ID, cancelled.ID, 50)
+	if _, err := s.CancelUpload(ctx, ws.ID, cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteParts(ctx, []string{p.ID}); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(uploadTTL + files.UploadRowRetention - time.Minute)
+	pending := mustCreateUpload(t, s, clock, ws.ID, 100, 10_000)
+	if n, err := s.SweepUploads(ctx, 10); err != nil || n != 0 {
+		t.Fatalf("SweepUploads before the retention = %d, %v; want 0", n, err)
+	}
+	clock.advance(time.Minute)
+	if n, err := s.SweepUploads(ctx, 10); err != nil || n != 1 {
+		t.Fatalf("SweepUploads = %d, %v; want 1 (the completed upload's)", n, err)
+	}
+	if _, _, err := s.Upload(ctx, ws.ID, done.ID); !errors.Is(err, files.ErrUploadNotFound) {
+		t.Errorf("the swept upload: %v, want not found", err)
+	}
+	if _, err := s.FileByID(ctx, ws.ID, rec.ID); err != nil {
+		t.Errorf("the completed upload's file: %v", err)
+	}
+	// The cancelled one keeps its row while its part does; then goes.
+	if err := s.DeleteParts(ctx, []string{kept.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.SweepUploads(ctx, 10); err != nil || n != 1 {
+		t.Fatalf("SweepUploads once the part is gone = %d, %v; want 1", n, err)
+	}
+	if st := uploadStatus(t, s, ws.ID, pending.ID); st != files.UploadPending {
+		t.Errorf("the pending upload is %s", st)
+	}
 }

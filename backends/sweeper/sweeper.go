@@ -48,6 +48,9 @@ type Store interface {
 	RemovableParts(ctx context.Context, limit int) ([]files.UploadPart, error)
 	DeleteParts(ctx context.Context, ids []string) error
 	KnownParts(ctx context.Context, objectKeys []string) (map[string]bool, error)
+	// SweepUploads deletes at most limit rows of settled uploads past
+	// their retention whose parts are gone.
+	SweepUploads(ctx context.Context, limit int) (int, error)
 }
 
 // Config are the knobs of a Sweeper.
@@ -94,6 +97,7 @@ const (
 	KindExpired     = "expired_upload"
 	KindPart        = "upload_part"
 	KindOrphanPart  = "part_without_record"
+	KindUploadRow   = "upload_record"
 )
 
 // New returns a Sweeper whose metrics are registered on reg (nil: none).
@@ -105,7 +109,7 @@ func New(cfg Config, store Store, bucket blob.Bucket, log *slog.Logger, reg prom
 		cfg: cfg, store: store, bucket: bucket, log: log, now: time.Now,
 		removed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_sweeper_removed_total",
-			Help: "What the sweeper removed, by kind: reservation, idempotency_record, key_change, deleted_file_position, object_without_record, unfinished_upload, expired_upload, upload_part, part_without_record.",
+			Help: "What the sweeper removed, by kind: reservation, idempotency_record, key_change, deleted_file_position, object_without_record, unfinished_upload, expired_upload, upload_part, part_without_record, upload_record.",
 		}, []string{"kind"}),
 		missing: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_sweeper_missing_objects_total",
@@ -127,8 +131,8 @@ type Result struct {
 	Reservations, IdempotencyRecords, KeyChanges, DeletedFiles, Objects, Pending, Missing int
 	// Of resumable uploads: those that expired, the parts of settled ones
 	// removed, and part objects without a row.
-	ExpiredUploads, Parts, OrphanParts int
-	Errors                             int
+	ExpiredUploads, Parts, OrphanParts, UploadRows int
+	Errors                                         int
 }
 
 // Run sweeps every Interval (jittered) until ctx ends.
@@ -145,7 +149,8 @@ func (s *Sweeper) Run(ctx context.Context) {
 			s.log.Info("sweep", slog.Int("reservations", r.Reservations), slog.Int("idempotency_records", r.IdempotencyRecords),
 				slog.Int("objects_without_record", r.Objects), slog.Int("unfinished_uploads", r.Pending),
 				slog.Int("records_without_object", r.Missing), slog.Int("expired_uploads", r.ExpiredUploads),
-				slog.Int("upload_parts", r.Parts), slog.Int("parts_without_record", r.OrphanParts), slog.Int("errors", r.Errors))
+				slog.Int("upload_parts", r.Parts), slog.Int("parts_without_record", r.OrphanParts),
+				slog.Int("upload_records", r.UploadRows), slog.Int("errors", r.Errors))
 		}
 	}
 }
@@ -171,6 +176,7 @@ func (s *Sweeper) Sweep(ctx context.Context) Result {
 	r.OrphanParts = s.count(KindOrphanPart, &r, func() (int, error) {
 		return s.sweepUnknown(ctx, files.PartObjectPrefix, &s.partCursor, s.store.KnownParts, "removed an upload part without a record")
 	})
+	r.UploadRows = s.count(KindUploadRow, &r, func() (int, error) { return s.store.SweepUploads(ctx, s.cfg.Batch) })
 	n, err := s.checkRecords(ctx)
 	r.Missing = n
 	if err != nil {

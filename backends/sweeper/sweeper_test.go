@@ -27,6 +27,7 @@ type fakeStore struct {
 	err                                                                     error
 
 	expiredUploads int
+	oldUploadRows  int
 	parts          []files.UploadPart // rows of upload parts
 	settled        map[string]bool    // upload ids no longer pending
 }
@@ -80,6 +81,10 @@ func (s *fakeStore) FileByID(_ context.Context, _, id string) (files.Record, err
 
 func (s *fakeStore) ExpireUploads(_ context.Context, limit int) (int, error) {
 	return s.take(&s.expiredUploads, limit)
+}
+
+func (s *fakeStore) SweepUploads(_ context.Context, limit int) (int, error) {
+	return s.take(&s.oldUploadRows, limit)
 }
 
 func (s *fakeStore) RemovableParts(_ context.Context, limit int) ([]files.UploadPart, error) {
@@ -444,7 +449,7 @@ func TestRunSweepsEachIntervalUntilItsContextEnds(t *testing.T) {
 // recording it); the parts of a pending upload stay.
 func TestSweepRemovesUploadParts(t *testing.T) {
 	r := newRig(t, 100)
-	r.store.expiredUploads = 3
+	r.store.expiredUploads, r.store.oldUploadRows = 3, 2
 	r.store.settled = map[string]bool{"upload_done": true}
 	for _, p := range []files.UploadPart{
 		{ID: "part_1", UploadID: "upload_done", ObjectKey: "up/w/upload_done/part_1"},
@@ -457,8 +462,8 @@ func TestSweepRemovesUploadParts(t *testing.T) {
 	r.bucket.objects["up/w/upload_live/part_orphan"] = r.clock.Now().Add(-2 * grace)
 	r.bucket.objects["up/w/upload_live/part_young"] = r.clock.Now().Add(-grace / 2)
 	got := r.s.Sweep(t.Context())
-	if got.ExpiredUploads != 3 || got.Parts != 2 || got.OrphanParts != 1 || got.Errors != 0 {
-		t.Errorf("pass = %+v, want 3 uploads expired, 2 parts and 1 part without a row removed", got)
+	if got.ExpiredUploads != 3 || got.Parts != 2 || got.OrphanParts != 1 || got.UploadRows != 2 || got.Errors != 0 {
+		t.Errorf("pass = %+v, want 3 uploads expired, 2 parts, 1 part without a row and 2 old upload rows removed", got)
 	}
 	keys, _ := r.bucket.List(t.Context(), files.PartObjectPrefix)
 	if want := []string{"up/w/upload_live/part_3", "up/w/upload_live/part_young"}; !slices.Equal(keys, want) {

@@ -37,6 +37,8 @@ CREATE TABLE IF NOT EXISTS uploads (
 -- creation, and those past their time, for the sweeper to expire.
 CREATE INDEX IF NOT EXISTS uploads_pending_workspace ON uploads (workspace_id, expires_at) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS uploads_pending_expires_at ON uploads (expires_at) WHERE status = 'pending';
+-- Settled uploads by age, for the sweeper to delete their rows in time.
+CREATE INDEX IF NOT EXISTS uploads_settled_expires_at ON uploads (expires_at) WHERE status <> 'pending';
 
 -- text is what joining the part to its neighbours as text needs (the
 -- runes cut at its edges, sniff.PieceSummary), NULL when its bytes cannot
