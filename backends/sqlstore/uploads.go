@@ -97,6 +97,7 @@ func (r uploadRow) takesChanges(now time.Time) error {
 // reserved or counted. Concurrent calls with one key wait for each other, so
 // at most one creates. A refused creation keeps no claim.
 func (s *Store) CreateUpload(ctx context.Context, u files.UploadRecord, quota int64, maxPending int, idem *files.UploadIdempotency) (_ files.UploadRecord, _ string, _ bool, err error) {
+	defer s.classify(&err)
 	return s.createUpload(ctx, u, "", quota, maxPending, idem)
 }
 
@@ -107,6 +108,7 @@ var _ files.ForwardedUploadStore = (*Store)(nil)
 // provider from then on. Its pending upload counts against maxPending and
 // its bytes are reserved as a native upload's are.
 func (s *Store) CreateForwardedUpload(ctx context.Context, u files.UploadRecord, provider string, quota int64, maxPending int, idem *files.UploadIdempotency) (_ files.UploadRecord, _ string, _ bool, err error) {
+	defer s.classify(&err)
 	if provider == "" {
 		return files.UploadRecord{}, "", false, invalidf("a forwarded upload needs its provider")
 	}
@@ -134,7 +136,6 @@ func (s *Store) UploadBackend(ctx context.Context, workspaceID, id string) (_ st
 }
 
 func (s *Store) createUpload(ctx context.Context, u files.UploadRecord, backend string, quota int64, maxPending int, idem *files.UploadIdempotency) (_ files.UploadRecord, _ string, _ bool, err error) {
-	defer s.classify(&err)
 	if u.ID == "" || u.Bytes < 0 {
 		return files.UploadRecord{}, "", false, invalidf("upload needs an id and bytes >= 0")
 	}

@@ -10,11 +10,10 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Environment variables exported by deploy/testenv/postgres.sh for tests
@@ -79,25 +78,22 @@ func (p *Postgres) StartStandby(t testing.TB, name string, opts PostgresOptions)
 // standby has it.
 func (p *Postgres) AwaitSynchronous(t testing.TB, name string) {
 	t.Helper()
-	p.await(t, "standby "+name+" to stream synchronously", func(ctx context.Context, c *pgx.Conn) (bool, error) {
-		var n int
-		err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_replication
-			WHERE application_name = $1 AND state = 'streaming' AND sync_state = 'sync'`, name).Scan(&n)
-		return n == 1, err
+	p.await(t, "standby "+name+" to stream synchronously", func(query func(string) (string, error)) (bool, error) {
+		n, err := query(`SELECT count(*) FROM pg_stat_replication
+			WHERE application_name = '` + strings.ReplaceAll(name, "'", "''") + `' AND state = 'streaming' AND sync_state = 'sync'`)
+		return n == "1", err
 	})
 }
 
 // Promote makes a standby a primary and returns once it accepts writes.
 func (p *Postgres) Promote(t testing.TB) {
 	t.Helper()
-	p.await(t, "the promotion", func(ctx context.Context, c *pgx.Conn) (bool, error) {
-		var ok bool
-		if err := c.QueryRow(ctx, `SELECT pg_promote(true, 30)`).Scan(&ok); err != nil || !ok {
+	p.await(t, "the promotion", func(query func(string) (string, error)) (bool, error) {
+		if ok, err := query(`SELECT pg_promote(true, 30)`); err != nil || ok != "t" {
 			return false, err
 		}
-		var recovering bool
-		err := c.QueryRow(ctx, `SELECT pg_is_in_recovery()`).Scan(&recovering)
-		return !recovering, err
+		recovering, err := query(`SELECT pg_is_in_recovery()`)
+		return recovering == "f", err
 	})
 }
 
@@ -229,14 +225,10 @@ func (p *Postgres) startOn(port int, settings map[string]string) error {
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := pgx.Connect(ctx, p.URL)
+		_, err := p.query(context.Background(), "SELECT 1")
 		if err == nil {
-			_ = c.Close(ctx)
-			cancel()
 			return nil
 		}
-		cancel()
 		select {
 		case <-exited:
 			return fmt.Errorf("exited on port %d", port)
@@ -266,24 +258,33 @@ func (p *Postgres) stop() {
 	}
 }
 
-// await polls cond on a connection to p until it holds, for 30 seconds.
-func (p *Postgres) await(t testing.TB, what string, cond func(context.Context, *pgx.Conn) (bool, error)) {
+// query runs one SQL statement on p with psql (the cluster's own client:
+// a driver here would put one under internal) and returns its one value.
+func (p *Postgres) query(ctx context.Context, sql string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 35*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(p.bin, "psql"), "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+		"-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "app", "-d", "postgres", "-c", sql)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("psql %q: %w: %s", sql, err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// await polls cond, whose queries run on p, until it holds, for 30 seconds.
+func (p *Postgres) await(t testing.TB, what string, cond func(query func(string) (string, error)) (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var last error
+	query := func(sql string) (string, error) { return p.query(context.Background(), sql) }
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 35*time.Second)
-		c, err := pgx.Connect(ctx, p.URL)
-		if err == nil {
-			var ok bool
-			ok, err = cond(ctx, c)
-			_ = c.Close(ctx)
-			if ok && err == nil {
-				cancel()
-				return
-			}
+		ok, err := cond(query)
+		if ok && err == nil {
+			return
 		}
-		cancel()
 		if err != nil {
 			last = err
 		}
