@@ -7,8 +7,12 @@
 //	                -size 104857600 -c 8
 //	uploader bucket -endpoint http://127.0.0.1:9000 -bucket bench
 //	uploader s3put -endpoint http://127.0.0.1:9000 -bucket bench -size 104857600
+//	uploader parts -url http://127.0.0.1:8080/api/v1 -key sk-gw-… \
+//	               -size 2147483648 -part 67108864 -c 4
+//	uploader s3parts -endpoint http://127.0.0.1:9000 -bucket bench \
+//	                 -size 2147483648 -part 67108864 -c 4
 //
-// upload sends -c uploads at once, each of one file of -size bytes: the
+// upload sends -n uploads (default -c), -c at a time, each of one file of -size bytes: the
 // header "%PDF-1.7\n" (so the gateway's type detection accepts it as a PDF)
 // followed by a 1 MiB block of pseudo-random bytes repeated. Every upload
 // must answer 200 with the size it stored ("size_bytes" from the gateway,
@@ -25,6 +29,11 @@
 //
 // s3put sends the same file straight to an S3 server, as the gateway's S3
 // backend would (see s3put below), and prints the same line.
+//
+// parts sends one file as a resumable upload (parts.go): create, parts of
+// -part bytes -c at a time, complete. s3parts does the same work straight
+// to an S3 server, the way the gateway's S3 backend stores and assembles
+// the parts.
 //
 // bucket creates an S3 bucket (path-style, credentials from the AWS SDK's
 // standard chain, e.g. AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY); one that
@@ -47,6 +56,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -71,7 +81,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: uploader upload|bucket|s3put [flags]")
+		return errors.New("usage: uploader upload|bucket|s3put|parts|s3parts [flags]")
 	}
 	switch args[0] {
 	case "upload":
@@ -80,8 +90,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return bucket(ctx, args[1:])
 	case "s3put":
 		return s3put(ctx, args[1:], stdout)
+	case "parts":
+		return parts(ctx, args[1:], stdout)
+	case "s3parts":
+		return s3parts(ctx, args[1:], stdout)
 	default:
-		return fmt.Errorf("unknown command %q (want upload, bucket or s3put)", args[0])
+		return fmt.Errorf("unknown command %q (want upload, bucket, s3put, parts or s3parts)", args[0])
 	}
 }
 
@@ -91,6 +105,7 @@ func upload(ctx context.Context, args []string, stdout io.Writer) error {
 	key := fs.String("key", "", "bearer token (optional)")
 	size := fs.Int64("size", 100<<20, "bytes of each file, header included")
 	conc := fs.Int("c", 1, "concurrent uploads")
+	count := fs.Int("n", 0, "uploads in all, -c at a time (default -c)")
 	filename := fs.String("filename", "bench.pdf", "filename of the file part")
 	purpose := fs.String("purpose", "", "a purpose field sent before the file part (OpenAI's Files API requires one)")
 	var headers headerFlags
@@ -99,8 +114,11 @@ func upload(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *url == "" || *conc < 1 || *size < int64(len(pdfHeader)) {
-		return errors.New("upload: -url is required, -c >= 1, -size >= 9")
+	if *count == 0 {
+		*count = *conc
+	}
+	if *url == "" || *conc < 1 || *count < 1 || *size < int64(len(pdfHeader)) {
+		return errors.New("upload: -url is required, -c >= 1, -n >= 1, -size >= 9")
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -124,15 +142,18 @@ func upload(ctx context.Context, args []string, stdout io.Writer) error {
 		dur time.Duration
 		err error
 	}
-	results := make([]result, *conc)
+	results := make([]result, *count)
 	var wg sync.WaitGroup
 	startGate := make(chan struct{})
-	for i := range *conc {
+	var next atomic.Int64
+	for range min(*conc, *count) {
 		wg.Go(func() {
 			<-startGate
-			t0 := time.Now()
-			err := post(ctx, client, form{*url, *key, *filename, *purpose, headers}, *size, block)
-			results[i] = result{dur: time.Since(t0), err: err}
+			for i := int(next.Add(1) - 1); i < *count; i = int(next.Add(1) - 1) {
+				t0 := time.Now()
+				err := post(ctx, client, form{*url, *key, *filename, *purpose, headers}, *size, block)
+				results[i] = result{dur: time.Since(t0), err: err}
+			}
 		})
 	}
 	t0 := time.Now()
@@ -156,9 +177,9 @@ func upload(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	total := *size * int64(*conc)
+	total := *size * int64(*count)
 	fmt.Fprintf(stdout, "uploads=%d bytes=%d seconds=%.3f mbps=%.1f min_mbps=%.1f max_mbps=%.1f\n",
-		*conc, total, wall.Seconds(), float64(total)/1e6/wall.Seconds(), minMB, maxMB)
+		*count, total, wall.Seconds(), float64(total)/1e6/wall.Seconds(), minMB, maxMB)
 	return nil
 }
 
@@ -346,11 +367,8 @@ func s3put(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	body := io.MultiReader(strings.NewReader(pdfHeader), &pattern{block: block, left: *size - int64(len(pdfHeader))})
-	bufs := make(chan []byte, *inflight)
-	for range *inflight {
-		bufs <- make([]byte, *partSize)
-	}
+	body := fileBytes(block, 0, *size)
+	bufs := newBuffers(*inflight, *partSize)
 
 	// The gateway keeps its connections to the server open; so does this
 	// one, from before the clock starts.
@@ -358,16 +376,40 @@ func s3put(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("s3put: %w", err)
 	}
 	t0 := time.Now()
+	if err := putMultipart(ctx, client, *bucketName, *key, "application/pdf", body, bufs); err != nil {
+		return fmt.Errorf("s3put: %w", err)
+	}
+	wall := time.Since(t0)
+	mb := float64(*size) / 1e6 / wall.Seconds()
+	fmt.Fprintf(stdout, "uploads=1 bytes=%d seconds=%.3f mbps=%.1f min_mbps=%.1f max_mbps=%.1f\n", *size, wall.Seconds(), mb, mb, mb)
+	return nil
+}
+
+// newBuffers returns a full channel of n part buffers of size bytes.
+func newBuffers(n, size int) chan []byte {
+	bufs := make(chan []byte, n)
+	for range n {
+		bufs <- make([]byte, size)
+	}
+	return bufs
+}
+
+// putMultipart stores body as key with one multipart upload, as the
+// gateway's S3 backend stores a body longer than a part: parts of the
+// buffers' size with CRC32 checksums, as many in flight as bufs holds
+// (every buffer of bufs is back in it when putMultipart returns).
+func putMultipart(ctx context.Context, client *s3.Client, bucketName, key, contentType string, body io.Reader, bufs chan []byte) error {
 	out, err := client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
-		Bucket: bucketName, Key: key, ContentType: aws.String("application/pdf"),
+		Bucket: &bucketName, Key: &key, ContentType: &contentType,
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 	})
 	if err != nil {
-		return fmt.Errorf("s3put: create: %w", err)
+		return fmt.Errorf("create %s: %w", key, err)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	var mu sync.Mutex
 	var parts []types.CompletedPart
+	var rerr error
 	for num := int32(1); ; num++ {
 		var buf []byte
 		select {
@@ -377,17 +419,18 @@ func s3put(ctx context.Context, args []string, stdout io.Writer) error {
 		if buf == nil {
 			break
 		}
-		n, rerr := io.ReadFull(body, buf)
+		var n int
+		n, rerr = io.ReadFull(body, buf)
 		if n > 0 {
 			g.Go(func() error {
 				defer func() { bufs <- buf }()
 				p, err := client.UploadPart(gctx, &s3.UploadPartInput{
-					Bucket: bucketName, Key: key, UploadId: out.UploadId, PartNumber: aws.Int32(num),
+					Bucket: &bucketName, Key: &key, UploadId: out.UploadId, PartNumber: aws.Int32(num),
 					Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
 					ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 				})
 				if err != nil {
-					return fmt.Errorf("s3put: part %d: %w", num, err)
+					return fmt.Errorf("%s part %d: %w", key, num, err)
 				}
 				mu.Lock()
 				parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(num), ETag: p.ETag, ChecksumCRC32: p.ChecksumCRC32})
@@ -398,26 +441,38 @@ func s3put(ctx context.Context, args []string, stdout io.Writer) error {
 			bufs <- buf
 		}
 		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			rerr = nil
 			break
 		}
 		if rerr != nil {
-			return rerr
+			break
 		}
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	if rerr != nil {
+		return rerr
+	}
 	slices.SortFunc(parts, func(a, b types.CompletedPart) int { return cmp.Compare(*a.PartNumber, *b.PartNumber) })
 	if _, err := client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
-		Bucket: bucketName, Key: key, UploadId: out.UploadId,
+		Bucket: &bucketName, Key: &key, UploadId: out.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	}); err != nil {
-		return fmt.Errorf("s3put: complete: %w", err)
+		return fmt.Errorf("complete %s: %w", key, err)
 	}
-	wall := time.Since(t0)
-	mb := float64(*size) / 1e6 / wall.Seconds()
-	fmt.Fprintf(stdout, "uploads=1 bytes=%d seconds=%.3f mbps=%.1f min_mbps=%.1f max_mbps=%.1f\n", *size, wall.Seconds(), mb, mb, mb)
 	return nil
+}
+
+// fileBytes reads the bytes [off, off+n) of the file every command sends:
+// the PDF header, then the block repeated.
+func fileBytes(block []byte, off, n int64) io.Reader {
+	h := int64(len(pdfHeader))
+	if off >= h {
+		return &pattern{block: block, off: int((off - h) % int64(len(block))), left: n}
+	}
+	head := pdfHeader[off:min(h, off+n)]
+	return io.MultiReader(strings.NewReader(head), &pattern{block: block, left: n - int64(len(head))})
 }
 
 func bucket(ctx context.Context, args []string) error {
