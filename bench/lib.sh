@@ -27,6 +27,44 @@ cpu_per_gb() { awk -v t="$1" -v hz="$(getconf CLK_TCK)" -v b="$2" 'BEGIN {printf
 mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
 # field KEY: the value of KEY=value in a line of space-separated pairs.
 field() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
+# stop PID: ends one process a script started and takes it out of $pids,
+# so the clean-up on exit never signals a PID the system has since given
+# to someone else.
+stop() {
+  local p rest=()
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  for p in "${pids[@]}"; do [ "$p" = "$1" ] || rest+=("$p"); done
+  pids=("${rest[@]}")
+}
+# reset_hwm PID: resets the peak RSS (VmHWM) of PID to its RSS now; fails
+# where clear_refs is not permitted.
+reset_hwm() { echo 5 2>/dev/null >"/proc/$1/clear_refs"; }
+# upload_config PORT DIR BACKEND [S3_ENDPOINT]: a gateway's configuration
+# for upload benchmarks, its data under DIR (SQLite; files in DIR/files on
+# fs, bucket "bench" on S3), every limit raised so that nothing is refused.
+upload_config() {
+  local storage
+  case $3 in
+    fs) storage="{backend: fs, fs: {dir: $2/files}}" ;;
+    s3) storage="{backend: s3, s3: {bucket: bench, endpoint: \"$4\", path_style: true}}" ;;
+    *) echo "bench: unknown backend $3 (want fs or s3)" >&2; return 1 ;;
+  esac
+  cat <<YAML
+server: {listen: "127.0.0.1:$1"}
+log: {level: info, format: json}
+metadata: {driver: sqlite, dsn: $2/gateway.db}
+storage: $storage
+catalog: {path: $root/configs/models.yaml}
+limits:
+  workspace_storage_bytes: 1TiB
+  upload_bytes: {bytes: 1TiB, per: 1h}
+  uploads_in_flight_per_key: 1024
+  rate:
+    default: {requests: 1000000, per: 1s, burst: 1000000}
+    files: {requests: 1000000, per: 1s, burst: 1000000}
+YAML
+}
 # need COMMAND: installs the Debian package of that name when COMMAND is
 # missing (as root), else says what to install and stops.
 need() { command -v "$1" >/dev/null || apt_install "$1" || exit 1; }
