@@ -116,9 +116,36 @@ func TestFleetSpend(t *testing.T) {
 	}
 	waitStatusEverywhere(t, client, procs, spender.token, http.StatusOK, raised, 5*time.Second)
 
+	// A limit lowered below what the key has spent refuses it at once on
+	// the replica that lowered it (the others follow within a refresh);
+	// a budget set under what the workspace spent likewise.
+	if res, body := sendJSON(t, client, "PATCH", procs[1].base+"/api/v1/keys/"+spender.hash, admin, `{"limit":0.5}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("lower: %d %s", res.StatusCode, body)
+	}
+	if res, body := sendJSON(t, client, "GET", procs[1].base+fleetModelPath, spender.token, ""); res.StatusCode != http.StatusPaymentRequired {
+		t.Errorf("right after the limit was lowered, on its replica: %d %s, want 402", res.StatusCode, body)
+	}
+	raised = time.Now()
+	if res, body := sendJSON(t, client, "PATCH", procs[1].base+"/api/v1/keys/"+spender.hash, admin, `{"limit":5}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("raise: %d %s", res.StatusCode, body)
+	}
+	if res, body := sendJSON(t, client, "GET", procs[1].base+fleetModelPath, spender.token, ""); res.StatusCode != http.StatusOK {
+		t.Errorf("right after the limit was raised, on its replica: %d %s, want 200", res.StatusCode, body)
+	}
+	waitStatusEverywhere(t, client, procs, spender.token, http.StatusOK, raised, 5*time.Second)
+
 	// A daily budget of 1.5 for the workspace, reached by the sibling.
-	if res, body := sendJSON(t, client, "PUT", procs[2].base+"/api/v1/workspaces/default/budgets/daily", admin, `{"limit_usd":1.5}`); res.StatusCode != http.StatusCreated {
+	if res, body := sendJSON(t, client, "PUT", procs[2].base+"/api/v1/workspaces/default/budgets/daily", admin, `{"limit_usd":0.5}`); res.StatusCode != http.StatusCreated {
 		t.Fatalf("budget: %d %s", res.StatusCode, body)
+	}
+	if res, body := sendJSON(t, client, "GET", procs[2].base+fleetModelPath, sibling.token, ""); res.StatusCode != http.StatusPaymentRequired {
+		t.Errorf("right after a budget under the workspace's spend was set, on its replica: %d %s, want 402", res.StatusCode, body)
+	}
+	if res, body := sendJSON(t, client, "PUT", procs[2].base+"/api/v1/workspaces/default/budgets/daily", admin, `{"limit_usd":1.5}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("budget: %d %s", res.StatusCode, body)
+	}
+	if res, body := sendJSON(t, client, "GET", procs[2].base+fleetModelPath, sibling.token, ""); res.StatusCode != http.StatusOK {
+		t.Errorf("right after the budget was raised, on its replica: %d %s, want 200", res.StatusCode, body)
 	}
 	res, body = sendJSON(t, client, "POST", procs[0].base+"/api/v1/usage", service,
 		fmt.Sprintf(`{"reports":[{"id":"s-1","key":%q,"cost":0.5}]}`, sibling.hash))

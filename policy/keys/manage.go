@@ -93,6 +93,20 @@ type Manager struct {
 	workspaces Workspaces
 	sealer     *seal.Sealer
 	now        func() time.Time
+	// limitsChanged is told after a key's limit was set or changed.
+	limitsChanged func(context.Context)
+}
+
+// OnLimitsChanged makes m tell f, once the change is stored, that a key's
+// spending limit was set or changed, so that this replica's spend view can
+// take it in at once rather than at its next refresh: a limit lowered
+// below what a key has spent then refuses it here on the next request.
+func (m *Manager) OnLimitsChanged(f func(context.Context)) { m.limitsChanged = f }
+
+func (m *Manager) tellLimits(ctx context.Context) {
+	if m.limitsChanged != nil {
+		m.limitsChanged(ctx)
+	}
 }
 
 // NewManager returns a Manager. sealer keeps a created key's secret for the
@@ -163,6 +177,9 @@ func (m *Manager) Create(ctx context.Context, userID string, req CreateRequest, 
 		return Created{}, err
 	}
 	if prior == nil {
+		if k.Limit != nil {
+			m.tellLimits(ctx)
+		}
 		return Created{Key: k, Secret: secret}, nil
 	}
 	if prior.RequestHash != idem.RequestHash {
@@ -267,7 +284,11 @@ func (m *Manager) Update(ctx context.Context, userID, id string, u UpdateRequest
 		}
 		return k, err
 	}
-	return m.store.UpdateKey(ctx, userID, id, u, m.now().UTC().Truncate(time.Microsecond))
+	k, err := m.store.UpdateKey(ctx, userID, id, u, m.now().UTC().Truncate(time.Microsecond))
+	if err == nil && (u.Limit.Set || u.LimitReset.Set || u.IncludeBYOKInLimit.Set) {
+		m.tellLimits(ctx)
+	}
+	return k, err
 }
 
 // Delete removes userID's standard key id.

@@ -137,11 +137,20 @@ func TestEnforcerReadsWhatChanged(t *testing.T) {
 		t.Errorf("reads (all?): %v, want %v", f.reads, want)
 	}
 	// A key gone stops being refused.
-	f.since = Changes{Keys: []KeyChange{{KeyID: "spent", Gone: true}}}
+	f.since = Changes{Next: 12, Keys: []KeyChange{{KeyID: "spent", Gone: true}}}
 	clock = clock.Add(-time.Second) // back in the day it was spent
 	_ = e.Refresh(ctx)
 	if decide("spent", "") != nil || !errors.Is(decide("fine", ""), ErrKeyLimit) {
 		t.Errorf("after spent went: %v %v", decide("spent", ""), decide("fine", ""))
+	}
+	// A read older than the view (a refresh begun before the last one
+	// applied, beside a change made through this replica) changes nothing.
+	f.since = Changes{Next: 11, Keys: []KeyChange{{KeyID: "fine", Limit: 5, Reset: keys.ResetDaily, Totals: spentTotals(day, 4)}}}
+	if err := e.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(decide("fine", ""), ErrKeyLimit) {
+		t.Errorf("a stale read undid a newer one: %v", decide("fine", ""))
 	}
 }
 

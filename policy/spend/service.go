@@ -95,6 +95,8 @@ type Service struct {
 	record Runner
 	// learn is told the totals each recording left (TellTotals).
 	learn func(Touched)
+	// budgetsChanged is told after a budget was set or removed.
+	budgetsChanged func(context.Context)
 }
 
 // TellTotals has learn told the totals of the keys and workspaces each
@@ -102,6 +104,17 @@ type Service struct {
 // replica's Enforcer.Learn, so the report that crosses a limit refuses its
 // key here at once.
 func (s *Service) TellTotals(learn func(Touched)) { s.learn = learn }
+
+// OnBudgetsChanged makes s tell f, once the change is stored, that a
+// workspace's budget was set or removed, so that this replica's spend view
+// takes it in at once rather than at its next refresh.
+func (s *Service) OnBudgetsChanged(f func(context.Context)) { s.budgetsChanged = f }
+
+func (s *Service) tellBudgets(ctx context.Context) {
+	if s.budgetsChanged != nil {
+		s.budgetsChanged(ctx)
+	}
+}
 
 // Runner runs work and returns once it has, or returns ctx's error without
 // running it if ctx ends first.
@@ -318,13 +331,18 @@ func (s *Service) PutBudget(ctx context.Context, workspaceID string, iv Interval
 	if err != nil {
 		return Budget{}, false, false, err
 	}
+	s.tellBudgets(ctx)
 	_, includeBYOK, err = s.store.Budgets(ctx, workspaceID)
 	return stored, created, includeBYOK, err
 }
 
 // DeleteBudget removes workspaceID's budget of iv.
 func (s *Service) DeleteBudget(ctx context.Context, workspaceID string, iv Interval) error {
-	return s.store.DeleteBudget(ctx, workspaceID, iv)
+	if err := s.store.DeleteBudget(ctx, workspaceID, iv); err != nil {
+		return err
+	}
+	s.tellBudgets(ctx)
+	return nil
 }
 
 // Enforcer holds this replica's view of what is spent and keeps it fresh:
@@ -417,6 +435,12 @@ func (e *Enforcer) refreshFrom(ctx context.Context, feed ChangeFeed) error {
 		e.view.apply(c)
 		e.view.cursor = c.Next
 		e.snap.Store(e.view.snapshot(w))
+		return nil
+	}
+	if c.Next < e.view.cursor {
+		// A refresh begun before one that has applied already (a change
+		// on this replica refreshes beside the background loop): what it
+		// read is older than the view.
 		return nil
 	}
 	keyIDs, wsIDs := e.view.apply(c)

@@ -199,3 +199,33 @@ func TestReportOneLooksUpItsKeyOnce(t *testing.T) {
 		t.Errorf("an unknown key: KeysOf called %d times, %d reports recorded; want 1 and 1", store.keysOf, len(store.recorded))
 	}
 }
+
+// budgetStore stores budgets, or refuses with err.
+type budgetStore struct {
+	Store
+	err error
+}
+
+func (s budgetStore) PutBudget(_ context.Context, b Budget, _ *bool, _ func(map[Interval]money.Micros) error) (Budget, bool, error) {
+	return b, true, s.err
+}
+func (s budgetStore) DeleteBudget(context.Context, string, Interval) error { return s.err }
+func (s budgetStore) Budgets(context.Context, string) ([]Budget, bool, error) {
+	return nil, false, nil
+}
+
+// A budget set or removed is told to the replica's spend view once it is
+// stored, and a refused change is not.
+func TestBudgetChangesAreTold(t *testing.T) {
+	limit := money.Micros(10)
+	for _, refused := range []error{nil, errors.New("store down")} {
+		svc := NewService(budgetStore{err: refused}, func() string { return "b1" }, nil)
+		told := 0
+		svc.OnBudgetsChanged(func(context.Context) { told++ })
+		_, _, _, _ = svc.PutBudget(context.Background(), "ws", Daily, BudgetRequest{Limit: &limit})
+		_ = svc.DeleteBudget(context.Background(), "ws", Daily)
+		if want := map[bool]int{true: 0, false: 2}[refused != nil]; told != want {
+			t.Errorf("refused %v: told %d times, want %d", refused, told, want)
+		}
+	}
+}

@@ -120,6 +120,11 @@ func (a *App) build(ctx context.Context) error {
 	// at once: the Enforcer learns the totals each recording left.
 	spendService := spend.NewService(a.rt.store, uuid.NewString, svc.ingest.Do)
 	spendService.TellTotals(svc.enforcer.Learn)
+	// A limit or budget changed through this replica is decided here at
+	// once; the others take it in at their next refresh.
+	spendService.OnBudgetsChanged(svc.refreshSpend)
+	keyManager := keys.NewManager(a.rt.store, keyWorkspaces{svc.workspaces}, secrets.sealer)
+	keyManager.OnLimitsChanged(svc.refreshSpend)
 
 	a.api, err = gateway.New(gateway.Options{
 		Log:             a.rt.Log,
@@ -127,7 +132,7 @@ func (a *App) build(ctx context.Context) error {
 		Auth:            svc.auth,
 		Catalog:         a.catalog,
 		Workspaces:      svc.workspaces,
-		Keys:            keys.NewManager(a.rt.store, keyWorkspaces{svc.workspaces}, secrets.sealer),
+		Keys:            keyManager,
 		ProviderKeys:    svc.providerKeys,
 		Spend:           spendService,
 		SpendGuard:      svc.enforcer,
@@ -313,6 +318,18 @@ func (a *App) buildServices(bucket blob.Bucket, secrets secrets, lims limitSet) 
 	a.closers = append(a.closers, func() error { svc.ingest.Close(); return nil })
 	return svc, nil
 }
+
+// refreshSpend refreshes this replica's spend view now, after a change
+// made through it, bounded so that the request that made the change does
+// not wait long on a slow store (the background refresh follows anyway).
+func (svc services) refreshSpend(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), spendRefreshBound)
+	defer cancel()
+	_ = svc.enforcer.Refresh(ctx)
+}
+
+// spendRefreshBound bounds refreshSpend.
+const spendRefreshBound = 2 * time.Second
 
 // startWorkers starts what each replica runs beside the requests: the
 // renewal of its uploads' reservations, the sweeper, the revoker and the
