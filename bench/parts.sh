@@ -50,7 +50,9 @@
 #
 # Defaults: SIZE=2147483648 (2 GiB), PART=67108864 (64 MiB, the largest
 # part the gateway takes), CONCURRENCY=4, ROUNDS=5, BACKENDS="fs s3", MD5=1.
-# The disk holds about 2 x SIZE at once (the parts and the file).
+# The disk holds about 2 x SIZE at once (the parts and the file). Five to
+# ten minutes here at the defaults, depending on the machine's other load,
+# plus a first build (versitygw once).
 set -euo pipefail
 shopt -s inherit_errexit
 rounds=${ROUNDS:-5}
