@@ -365,10 +365,11 @@ func testUsageUpgrade(t *testing.T, b backend) {
 			byok_cost BIGINT NOT NULL, PRIMARY KEY (key_id, day))`,
 		`DELETE FROM schema_migrations WHERE version >= 12`,
 	}
-	for _, c := range []string{"model", "provider_name", "endpoint_id", "prompt_tokens", "completion_tokens", "reasoning_tokens"} {
-		old = append(old, `ALTER TABLE usage_reports DROP COLUMN `+c)
-	}
 	if s.d.name == DriverSQLite {
+		for _, c := range []string{"model", "provider_name", "endpoint_id", "prompt_tokens", "completion_tokens", "reasoning_tokens"} {
+			old = append(old, `ALTER TABLE usage_reports DROP COLUMN `+c)
+		}
+
 		var drops []string
 		for _, tr := range []string{"key_created", "key_limit", "key_deleted", "budget_set", "budget_changed", "budget_deleted", "workspace_byok"} {
 			drops = append(drops, `DROP TRIGGER usage_totals_`+tr)
@@ -378,7 +379,13 @@ func testUsageUpgrade(t *testing.T, b backend) {
 	if s.d.name == DriverPostgres {
 		old = append(old, `DROP FUNCTION usage_totals_key_changed CASCADE`, `DROP FUNCTION usage_totals_budget_changed CASCADE`,
 			`DROP FUNCTION usage_totals_workspace_changed CASCADE`, `DROP FUNCTION usage_totals_mark`,
-			`DROP INDEX usage_reports_received`, `DROP TABLE usage_changes`)
+			`DROP TABLE usage_changes`,
+			// The unpartitioned table of 0009, keyed by user and id, that
+			// 0018 partitions.
+			`DROP TABLE usage_reports`, `DROP TABLE usage_report_ids`, `DROP FUNCTION usage_report_digest`,
+			`CREATE TABLE usage_reports (user_id TEXT NOT NULL, id TEXT NOT NULL, key_id TEXT NOT NULL, workspace_id UUID,
+				cost BIGINT NOT NULL, byok BOOLEAN NOT NULL, at TIMESTAMPTZ NOT NULL, received_at TIMESTAMPTZ NOT NULL,
+				PRIMARY KEY (user_id, id), CHECK (cost >= 0))`)
 	}
 	for _, q := range old {
 		if _, err := s.w.ExecContext(ctx, q); err != nil {
@@ -408,6 +415,22 @@ func testUsageUpgrade(t *testing.T, b backend) {
 	ks, _, err := s2.Standings(ctx, w)
 	if err != nil || len(ks) != 1 || ks[0].Usage.Total != 1_000_000 || ks[0].Limit != limit {
 		t.Errorf("standings after the upgrade: %+v, %v", ks, err)
+	}
+	// A report recorded before the upgrade, sent again: counted once, and
+	// refused when its content changed.
+	replay := func(cost money.Micros) (int, error) {
+		return s2.RecordUsage(ctx, spend.Batch{UserID: "alice", Workspaces: map[string]string{k.ID: ws.ID},
+			Reports: []spend.Report{{ID: "r0", KeyID: k.ID, Cost: cost, At: now, AtGiven: true}}})
+	}
+	if n, err := replay(300_000); err != nil || n != 0 {
+		t.Errorf("the same report again: %d accepted, %v; want 0", n, err)
+	}
+	var conflict *spend.ReplayConflictError
+	if n, err := replay(300_001); !errors.As(err, &conflict) || conflict.ID != "r0" || n != 0 {
+		t.Errorf("the report changed: %d accepted, %v; want a ReplayConflictError", n, err)
+	}
+	if u, err := s2.KeyUsage(ctx, []string{k.ID}, w); err != nil || u[k.ID].Total != 1_000_000 {
+		t.Errorf("usage after the replays: %+v, %v", u[k.ID], err)
 	}
 }
 

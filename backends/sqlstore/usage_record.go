@@ -145,12 +145,21 @@ func (s *Store) RecordUsageTotals(ctx context.Context, batch spend.Batch) (accep
 				return fmt.Errorf("sqlstore: record usage: %w", err)
 			}
 		}
-		fresh, err := insertReports(ctx, tx, q, received, rows, sorted, served)
+		query := q.insertQuery(served)
+		if s.d.name == DriverPostgres {
+			query = postgresInsertReports(served)
+		}
+		fresh, err := insertReports(ctx, tx, query, received, rows, sorted)
 		if err != nil {
 			return err
 		}
 		if len(fresh) < len(sorted) {
-			if err := s.checkReplays(ctx, tx, q, batch, fresh); err != nil {
+			if s.d.name == DriverPostgres {
+				err = checkReplaysPostgres(ctx, tx, batch, fresh, received, rows, served)
+			} else {
+				err = s.checkReplays(ctx, tx, q, batch, fresh)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -167,15 +176,22 @@ func (s *Store) RecordUsageTotals(ctx context.Context, batch spend.Batch) (accep
 	return accepted, touched, nil
 }
 
-// insertReports inserts the reports of rows (sorted, as rows holds them)
-// that are not stored yet and returns those, in order.
-func insertReports(ctx context.Context, tx *sql.Tx, q *usageSQL, received any, rows []byte, sorted []*spend.Report, served bool) ([]*spend.Report, error) {
-	query := `INSERT INTO usage_reports (user_id, id, key_id, workspace_id, cost, byok, at, received_at) ` + q.plainRows
+// insertQuery is insertReports' statement on SQLite, where usage_reports
+// is keyed by user and id.
+func (q *usageSQL) insertQuery(served bool) string {
 	if served {
-		query = `INSERT INTO usage_reports (user_id, id, key_id, workspace_id, cost, byok, at, received_at,
-			model, provider_name, endpoint_id, prompt_tokens, completion_tokens, reasoning_tokens) ` + q.reportRows
+		return `INSERT INTO usage_reports (user_id, id, key_id, workspace_id, cost, byok, at, received_at,
+			model, provider_name, endpoint_id, prompt_tokens, completion_tokens, reasoning_tokens) ` + q.reportRows +
+			` ON CONFLICT (user_id, id) DO NOTHING RETURNING id`
 	}
-	res, err := tx.QueryContext(ctx, query+` ON CONFLICT (user_id, id) DO NOTHING RETURNING id`, received, rows)
+	return `INSERT INTO usage_reports (user_id, id, key_id, workspace_id, cost, byok, at, received_at) ` + q.plainRows +
+		` ON CONFLICT (user_id, id) DO NOTHING RETURNING id`
+}
+
+// insertReports inserts, with query, the reports of rows (sorted, as rows
+// holds them) that are not stored yet and returns those, in order.
+func insertReports(ctx context.Context, tx *sql.Tx, query string, received any, rows []byte, sorted []*spend.Report) ([]*spend.Report, error) {
+	res, err := tx.QueryContext(ctx, query, received, rows)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: record usage: %w", err)
 	}

@@ -1,0 +1,196 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aigateway/gateway/policy/spend"
+)
+
+// On PostgreSQL usage_reports is partitioned by the day a report arrived
+// and has no key; usage_report_ids is the key of idempotency (migration
+// 0018). postgresSent names the columns of the rows a batch sends, the
+// rows of usageSQL.reportRows, or of plainRows with the defaults of what
+// was not served, so that the ids, their digests and the raw rows are all
+// made from one unpacking of the argument.
+const postgresSent = `sent (user_id, id, key_id, workspace_id, cost, byok, at, received_at, model, provider_name,
+	endpoint_id, prompt_tokens, completion_tokens, reasoning_tokens)`
+
+const postgresPlainRows = `SELECT r.e->>0, r.e->>1, r.e->>2, (r.e->>3)::uuid, (r.e->>4)::bigint, (r.e->>5)::boolean,
+	(r.e->>6)::timestamptz, $1::timestamptz, '', '', '', 0::bigint, 0::bigint, 0::bigint
+	FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`
+
+const postgresDigest = `usage_report_digest(key_id, cost, byok, model, provider_name, endpoint_id,
+	prompt_tokens, completion_tokens, reasoning_tokens)`
+
+func postgresSentRows(served bool) string {
+	if served {
+		return postgresUsage.reportRows
+	}
+	return postgresPlainRows
+}
+
+// postgresInsertReports is insertReports' statement on PostgreSQL: the ids
+// first, skipping those there (a report a replica is storing at the same
+// moment waits for it and is then skipped), then the raw rows of the
+// fresh ones.
+func postgresInsertReports(served bool) string {
+	return `WITH ` + postgresSent + ` AS (` + postgresSentRows(served) + `),
+		fresh AS (INSERT INTO usage_report_ids (user_id, id, received_at, at, digest)
+			SELECT user_id, id, received_at, at, ` + postgresDigest + ` FROM sent
+			ON CONFLICT (user_id, id) DO NOTHING RETURNING user_id, id),
+		stored AS (INSERT INTO usage_reports (user_id, id, key_id, workspace_id, cost, byok, at, received_at, model,
+				provider_name, endpoint_id, prompt_tokens, completion_tokens, reasoning_tokens)
+			SELECT s.user_id, s.id, s.key_id, s.workspace_id, s.cost, s.byok, s.at, s.received_at, s.model,
+				s.provider_name, s.endpoint_id, s.prompt_tokens, s.completion_tokens, s.reasoning_tokens
+			FROM sent s JOIN fresh f ON f.user_id = s.user_id AND f.id = s.id)
+		SELECT id FROM fresh`
+}
+
+// postgresReplays reads, for each report of a batch, whether its id is
+// stored, when the stored report was served and whether its content but
+// its time matches: the digests are compared in the database, made by the
+// function that made the stored one.
+func postgresReplays(served bool) string {
+	return `WITH ` + postgresSent + ` AS (` + postgresSentRows(served) + `)
+		SELECT s.id, i.at, i.digest = usage_report_digest(s.key_id, s.cost, s.byok, s.model, s.provider_name,
+			s.endpoint_id, s.prompt_tokens, s.completion_tokens, s.reasoning_tokens)
+		FROM sent s JOIN usage_report_ids i ON i.user_id = s.user_id AND i.id = s.id`
+}
+
+// checkReplaysPostgres is checkReplays on PostgreSQL, where the raw row of
+// a report may be in any partition: the id's row holds what a replay is
+// compared with. rows are the batch's rows as RecordUsageTotals sent them.
+func checkReplaysPostgres(ctx context.Context, tx *sql.Tx, batch spend.Batch, fresh []*spend.Report, received any, rows []byte, served bool) error {
+	isFresh := make(map[*spend.Report]bool, len(fresh))
+	for _, r := range fresh {
+		isFresh[r] = true
+	}
+	res, err := tx.QueryContext(ctx, postgresReplays(served), received, rows)
+	if err != nil {
+		return fmt.Errorf("sqlstore: compare replays: %w", err)
+	}
+	defer res.Close()
+	type stored struct {
+		at   time.Time
+		same bool
+	}
+	found := make(map[string]stored, len(batch.Reports)-len(fresh))
+	for res.Next() {
+		var id string
+		var st stored
+		if err := res.Scan(&id, timeCol{&st.at}, &st.same); err != nil {
+			return fmt.Errorf("sqlstore: compare replays: %w", err)
+		}
+		found[id] = st
+	}
+	if err := res.Err(); err != nil {
+		return fmt.Errorf("sqlstore: compare replays: %w", err)
+	}
+	for i := range batch.Reports {
+		r := &batch.Reports[i]
+		if isFresh[r] {
+			continue
+		}
+		st, ok := found[r.ID]
+		if !ok || !st.same || (r.AtGiven && !micro(r.At).Equal(st.at)) {
+			return &spend.ReplayConflictError{ID: r.ID, Index: i}
+		}
+	}
+	return nil
+}
+
+// usagePartitioning is the advisory lock under which one replica at a time
+// creates and drops partitions of usage_reports.
+const usagePartitioning = 7236806
+
+// partitionsAhead is how many days past today get their partition before
+// they begin, so that reports land in the DEFAULT partition only when the
+// pruning has not run for days.
+const partitionsAhead = 3
+
+// partitionPrefix and partitionLayout name a day's partition:
+// usage_reports_p20261128 holds the reports that arrived on 28 November
+// 2026 (UTC).
+const (
+	partitionPrefix = "usage_reports_p"
+	partitionLayout = "20060102"
+)
+
+// keepPartitions creates the partitions of today and partitionsAhead days
+// after it and drops those wholly before cutoff, unless another replica is
+// doing it. A partition created for a day the DEFAULT partition holds rows
+// of takes them over. Dropping a partition waits for the recordings in
+// flight and holds the next ones meanwhile: lock_timeout bounds that wait,
+// and a drop that times out is tried again at the next pass.
+func (s *Store) keepPartitions(ctx context.Context, cutoff time.Time) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var mine bool
+		if err := tx.QueryRowContext(ctx, `SELECT pg_try_advisory_xact_lock($1)`, usagePartitioning).Scan(&mine); err != nil || !mine {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+			WHERE i.inhparent = 'usage_reports'::regclass`)
+		if err != nil {
+			return err
+		}
+		days := map[time.Time]bool{}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return err
+			}
+			if day, ok := strings.CutPrefix(name, partitionPrefix); ok {
+				if d, err := time.Parse(partitionLayout, day); err == nil {
+					days[d] = true
+				}
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		today := s.now().UTC().Truncate(24 * time.Hour)
+		for i := range partitionsAhead + 1 {
+			if d := today.AddDate(0, 0, i); !days[d] {
+				if err := createPartition(ctx, tx, d); err != nil {
+					return err
+				}
+			}
+		}
+		for d := range days {
+			if !d.AddDate(0, 0, 1).After(cutoff) {
+				if _, err := tx.ExecContext(ctx, `DROP TABLE `+partitionPrefix+d.Format(partitionLayout)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// createPartition creates day's partition as a table, moves into it the
+// rows of day the DEFAULT partition holds (attaching a partition whose
+// range has rows in the DEFAULT one fails), then attaches it.
+func createPartition(ctx context.Context, tx *sql.Tx, day time.Time) error {
+	name := partitionPrefix + day.Format(partitionLayout)
+	from, to := day.Format(time.RFC3339), day.AddDate(0, 0, 1).Format(time.RFC3339)
+	for _, q := range []string{
+		`CREATE TABLE ` + name + ` (LIKE usage_reports INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
+		`WITH moved AS (DELETE FROM usage_reports_default WHERE received_at >= '` + from + `' AND received_at < '` + to + `'
+			RETURNING *) INSERT INTO ` + name + ` SELECT * FROM moved`,
+		`ALTER TABLE usage_reports ATTACH PARTITION ` + name + ` FOR VALUES FROM ('` + from + `') TO ('` + to + `')`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("partition %s: %w", name, err)
+		}
+	}
+	return nil
+}
