@@ -246,17 +246,14 @@ func (b *Bucket) readSegments(ctx context.Context, buf []byte, srcs []string, se
 // composeMultipart stores parts as one multipart upload of dst, aborting
 // it on any failure.
 func (b *Bucket) composeMultipart(ctx context.Context, dst string, srcs []string, parts []composePart, contentType string) error {
-	cctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
-	out, err := b.client.CreateMultipartUpload(cctx, &s3.CreateMultipartUploadInput{
+	id, err := b.createMultipart(ctx, dst, &s3.CreateMultipartUploadInput{
 		Bucket:      b.bucket,
 		Key:         b.key(dst),
 		ContentType: aws.String(contentType),
 	})
-	cancel()
 	if err != nil {
-		return classifyWrite(err)
+		return err
 	}
-	id := aws.ToString(out.UploadId)
 	completed, err := b.composeParts(ctx, dst, id, srcs, parts)
 	if err == nil {
 		// Last chance to honour a cancellation: once completion is asked
@@ -269,7 +266,7 @@ func (b *Bucket) composeMultipart(ctx context.Context, dst string, srcs []string
 	}
 	// Not cut short by ctx: an answer lost to a cancellation would leave
 	// the outcome unknown.
-	cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), b.cfg.RequestTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.RequestTimeout)
 	_, err = b.client.CompleteMultipartUpload(cctx, &s3.CompleteMultipartUploadInput{
 		Bucket:          b.bucket,
 		Key:             b.key(dst),

@@ -307,25 +307,22 @@ func (b *Bucket) put(ctx context.Context, key string, data []byte, contentType s
 // multipart uploads first (a full part, owned by multipart from here on)
 // and the rest of body as one multipart upload, aborting it on failure.
 func (b *Bucket) multipart(ctx context.Context, key string, body *blob.Body, first []byte, contentType string) error {
-	cctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
-	out, err := b.client.CreateMultipartUpload(cctx, &s3.CreateMultipartUploadInput{
+	id, err := b.createMultipart(ctx, key, &s3.CreateMultipartUploadInput{
 		Bucket:            b.bucket,
 		Key:               b.key(key),
 		ContentType:       aws.String(contentType),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 	})
-	cancel()
 	if err != nil {
 		b.bufs.put(first)
-		return classifyWrite(err)
+		return err
 	}
-	id := aws.ToString(out.UploadId)
 	parts, err := b.sendParts(ctx, key, id, body, first)
 	if err != nil {
 		b.abort(ctx, key, id, false)
 		return err
 	}
-	cctx, cancel = context.WithTimeout(ctx, b.cfg.RequestTimeout)
+	cctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
 	_, err = b.client.CompleteMultipartUpload(cctx, &s3.CompleteMultipartUploadInput{
 		Bucket:          b.bucket,
 		Key:             b.key(key),
@@ -338,6 +335,26 @@ func (b *Bucket) multipart(ctx context.Context, key string, body *blob.Body, fir
 		return classifyWrite(err)
 	}
 	return nil
+}
+
+// createMultipart starts a multipart upload and returns its id. The request
+// is not cut short by ctx: the server may have made the upload before a
+// cancelled request's answer arrives, and an upload whose id the gateway
+// never learned would stay behind, billed, until the sweeper's grace. A
+// ctx ended meanwhile aborts the upload made and is the error.
+func (b *Bucket) createMultipart(ctx context.Context, key string, in *s3.CreateMultipartUploadInput) (string, error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.RequestTimeout)
+	out, err := b.client.CreateMultipartUpload(cctx, in)
+	cancel()
+	if err != nil {
+		return "", classifyWrite(err)
+	}
+	id := aws.ToString(out.UploadId)
+	if err := ctx.Err(); err != nil {
+		b.abort(ctx, key, id, false)
+		return "", err
+	}
+	return id, nil
 }
 
 type part struct {
