@@ -33,6 +33,7 @@ func TestUsageContract(t *testing.T) {
 		{"Upgrade", testUsageUpgrade},
 		{"Activity", testUsageActivity},
 		{"Retention", testUsageRetention},
+		{"Partitions", testUsagePartitions},
 		{"TotalsMadeDuringIngest", testUsageTotalsMadeDuringIngest},
 	}
 	for _, be := range []struct {
@@ -621,5 +622,81 @@ func testUsageTotalsMadeDuringIngest(t *testing.T, b backend) {
 	total := money.Micros(writers * batches * 50)
 	if kc := keyChange(c, k.ID); kc == nil || kc.Totals.Total != total || kc.Totals.Usage(spend.WindowsAt(now)).Daily != total {
 		t.Errorf("the key's totals after its limit was set during the ingest: %+v, want %v in all", kc, total)
+	}
+}
+
+// testUsagePartitions: on PostgreSQL the pruning creates the day
+// partitions ahead, a report of a day without one waits in the DEFAULT
+// partition until its day's is created, and a day wholly past the
+// retention is dropped with its ids, its rollups kept.
+func testUsagePartitions(t *testing.T, b backend) {
+	s := b.store(t)
+	if s.d.name != DriverPostgres {
+		t.Skip("SQLite keeps one table of raw reports")
+	}
+	ctx := testContext(t)
+	clock := useClock(s)
+	start := clock.now()
+	mustUser(t, s, "alice")
+	k := mustRoleKey(t, s, "alice", keys.RoleStandard, "", start)
+	never := start.AddDate(-1, 0, 0)
+	partitionOf := func(id string) string {
+		t.Helper()
+		var name string
+		rawQuery(t, s.r, &name, `SELECT CAST(tableoid::regclass AS TEXT) FROM usage_reports WHERE id = $1`, id)
+		return name
+	}
+	exists := func(name string) bool {
+		t.Helper()
+		var got bool
+		rawQuery(t, s.r, &got, `SELECT to_regclass($1) IS NOT NULL`, name)
+		return got
+	}
+	record := func(id string) {
+		t.Helper()
+		if n, err := s.RecordUsage(ctx, spend.Batch{UserID: "alice", Workspaces: map[string]string{k.ID: ""},
+			Reports: []spend.Report{{ID: id, KeyID: k.ID, Cost: 10, At: clock.now(), AtGiven: true}}}); err != nil || n != 1 {
+			t.Fatalf("RecordUsage(%s) = %d, %v", id, n, err)
+		}
+	}
+	if n, err := s.PruneReports(ctx, never, 10); err != nil || n != 0 {
+		t.Fatalf("PruneReports = %d, %v", n, err)
+	}
+	for i := range partitionsAhead + 1 {
+		if name := partitionPrefix + start.AddDate(0, 0, i).Format(partitionLayout); !exists(name) {
+			t.Errorf("%s not created", name)
+		}
+	}
+	record("today")
+	if got, want := partitionOf("today"), partitionPrefix+start.Format(partitionLayout); got != want {
+		t.Errorf("today's report in %s, want %s", got, want)
+	}
+	early := start.AddDate(0, 0, -8)
+	clock.advance(early.Sub(clock.now()))
+	record("early")
+	if got := partitionOf("early"); got != "usage_reports_default" {
+		t.Errorf("a report of a day without its partition in %s, want usage_reports_default", got)
+	}
+	if n, err := s.PruneReports(ctx, never, 10); err != nil || n != 0 {
+		t.Fatalf("PruneReports = %d, %v", n, err)
+	}
+	if got, want := partitionOf("early"), partitionPrefix+early.Format(partitionLayout); got != want {
+		t.Errorf("after its partition was made the report is in %s, want %s", got, want)
+	}
+	clock.advance(start.AddDate(0, 0, 40).Sub(clock.now()))
+	cutoff := clock.now().Add(-spend.RawRetention)
+	if n, err := s.PruneReports(ctx, cutoff, 10); err != nil || n != 2 {
+		t.Fatalf("PruneReports past both days = %d, %v; want their 2 ids", n, err)
+	}
+	for _, d := range []time.Time{early, start} {
+		if name := partitionPrefix + d.Format(partitionLayout); exists(name) {
+			t.Errorf("%s not dropped", name)
+		}
+	}
+	if n := count(t, s, `SELECT COUNT(*) FROM usage_reports`) + count(t, s, `SELECT COUNT(*) FROM usage_report_ids`); n != 0 {
+		t.Errorf("%d raw rows and ids left", n)
+	}
+	if u, err := s.KeyUsage(ctx, []string{k.ID}, spend.WindowsAt(clock.now())); err != nil || u[k.ID].Total != 20 {
+		t.Errorf("usage after the drop: %+v, %v; want both reports", u[k.ID], err)
 	}
 }
