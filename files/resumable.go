@@ -110,21 +110,9 @@ func (u *Resumable) Create(ctx context.Context, c CreateUpload) (UploadRecord, e
 	if c.Provider != "" {
 		return u.createForwarded(ctx, c)
 	}
-	if c.Key.Role == keys.RoleService {
-		return UploadRecord{}, keys.ErrReadOnlyKey
-	}
-	ws, err := resolveWorkspace(ctx, u.files.workspaces, c.Key, c.WorkspaceID)
+	ws, err := u.checkCreation(ctx, c)
 	if err != nil {
 		return UploadRecord{}, err
-	}
-	if c.Bytes < 1 || c.Bytes > u.cfg.MaxBytes {
-		return UploadRecord{}, paramError("bytes", fmt.Sprintf("must be from 1 to %d", u.cfg.MaxBytes))
-	}
-	if err := ValidateFilename(c.Filename); err != nil {
-		return UploadRecord{}, err
-	}
-	if _, _, err := mime.ParseMediaType(c.MimeType); err != nil {
-		return UploadRecord{}, paramError("mime_type", "must be a media type such as application/pdf")
 	}
 	now := u.files.now().UTC().Truncate(time.Microsecond)
 	rec := UploadRecord{
@@ -150,6 +138,29 @@ func (u *Resumable) Create(ctx context.Context, c CreateUpload) (UploadRecord, e
 			slog.String("key_id", c.Key.ID), slog.Int64("bytes", got.Bytes))
 	}
 	return got, nil
+}
+
+// checkCreation checks what every creation needs, native or forwarded: a
+// key that may upload, the workspace it acts in (returned), and the
+// declared bytes, filename and type.
+func (u *Resumable) checkCreation(ctx context.Context, c CreateUpload) (string, error) {
+	if c.Key.Role == keys.RoleService {
+		return "", keys.ErrReadOnlyKey
+	}
+	ws, err := resolveWorkspace(ctx, u.files.workspaces, c.Key, c.WorkspaceID)
+	if err != nil {
+		return "", err
+	}
+	if c.Bytes < 1 || c.Bytes > u.cfg.MaxBytes {
+		return "", paramError("bytes", fmt.Sprintf("must be from 1 to %d", u.cfg.MaxBytes))
+	}
+	if err := ValidateFilename(c.Filename); err != nil {
+		return "", err
+	}
+	if _, _, err := mime.ParseMediaType(c.MimeType); err != nil {
+		return "", paramError("mime_type", "must be a media type such as application/pdf")
+	}
+	return ws, nil
 }
 
 // UploadRef names an upload as a route does: by id, in the workspace the

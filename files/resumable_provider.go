@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"time"
 
-	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -130,21 +128,9 @@ func (u *Resumable) createForwarded(ctx context.Context, c CreateUpload) (Upload
 	if err != nil {
 		return UploadRecord{}, err
 	}
-	if c.Key.Role == keys.RoleService {
-		return UploadRecord{}, keys.ErrReadOnlyKey
-	}
-	ws, err := resolveWorkspace(ctx, u.files.workspaces, c.Key, c.WorkspaceID)
+	ws, err := u.checkCreation(ctx, c)
 	if err != nil {
 		return UploadRecord{}, err
-	}
-	if c.Bytes < 1 || c.Bytes > u.cfg.MaxBytes {
-		return UploadRecord{}, paramError("bytes", fmt.Sprintf("must be from 1 to %d", u.cfg.MaxBytes))
-	}
-	if err := ValidateFilename(c.Filename); err != nil {
-		return UploadRecord{}, err
-	}
-	if _, _, err := mime.ParseMediaType(c.MimeType); err != nil {
-		return UploadRecord{}, paramError("mime_type", "must be a media type such as application/pdf")
 	}
 	prov, err := u.uploadProvider(ctx, ws, c.Provider, c.Key.ID)
 	if err != nil {
