@@ -283,17 +283,11 @@ func (u *Resumable) AddPart(ctx context.Context, ref UploadRef, body io.Reader, 
 		return UploadPart{}, fmt.Errorf("%w: %w", ErrPartsExceedUpload, paramError("data", fmt.Sprintf("the upload holds its most parts, %d", u.cfg.MaxParts)))
 	}
 	left := rec.Bytes - partsBytes(parts)
-	budget := u.cfg.MaxPartBytes
-	if declared >= 0 && declared < budget {
-		budget = declared
-	}
 	u.files.inflight.Add(1)
 	defer u.files.inflight.Done()
-	release := func(int64) {}
-	if u.files.admission != nil {
-		if release, err = u.files.admission.Admit(ctx, ref.Key.ID, ws, budget); err != nil {
-			return UploadPart{}, err
-		}
+	release, err := u.admitPart(ctx, ref.Key.ID, ws, declared)
+	if err != nil {
+		return UploadPart{}, err
 	}
 	stored := int64(0)
 	defer func() { release(stored) }()
@@ -331,6 +325,20 @@ func (u *Resumable) AddPart(ctx context.Context, ref UploadRef, body io.Reader, 
 	}
 	stored = part.Bytes
 	return part, nil
+}
+
+// admitPart applies the shared limits of uploads to a part of at most
+// declared bytes (-1: unknown, so the most a part may hold), as an upload
+// is admitted; release settles them with the bytes kept.
+func (u *Resumable) admitPart(ctx context.Context, keyID, ws string, declared int64) (release func(int64), err error) {
+	if u.files.admission == nil {
+		return func(int64) {}, nil
+	}
+	budget := u.cfg.MaxPartBytes
+	if declared >= 0 && declared < budget {
+		budget = declared
+	}
+	return u.files.admission.Admit(ctx, keyID, ws, budget)
 }
 
 func partsBytes(parts []UploadPart) int64 {

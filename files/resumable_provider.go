@@ -272,17 +272,11 @@ func (u *Resumable) addForwardedPart(ctx context.Context, ref UploadRef, body io
 	if err != nil {
 		return UploadPart{}, err
 	}
-	budget := u.cfg.MaxPartBytes
-	if declared >= 0 && declared < budget {
-		budget = declared
-	}
 	u.files.inflight.Add(1)
 	defer u.files.inflight.Done()
-	release := func(int64) {}
-	if u.files.admission != nil {
-		if release, err = u.files.admission.Admit(ctx, ref.Key.ID, ws, budget); err != nil {
-			return UploadPart{}, err
-		}
+	release, err := u.admitPart(ctx, ref.Key.ID, ws, declared)
+	if err != nil {
+		return UploadPart{}, err
 	}
 	sent := int64(0)
 	defer func() { release(sent) }()
