@@ -37,7 +37,7 @@ func observe(o *observation) func(http.Handler) http.Handler {
 			if id := r.Header.Get("X-Request-Id"); saneRequestID(id) {
 				st.id = id
 			} else {
-				st.id = o.ids.next()
+				st.newID(o.ids)
 			}
 			st.idHeader[0] = st.id
 			w.Header()["X-Request-Id"] = st.idHeader[:]

@@ -62,7 +62,7 @@ func limitRate(l *RateLimits, class limits.Class, log *zap.Logger) func(http.Han
 				writeError(w, r, log, limits.Denied(d, limits.LimitRequests))
 				return
 			}
-			setRateLimitHeaders(w.Header(), d)
+			setRateLimitHeadersIn(w.Header(), d, stateOf(r.Context()))
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -81,19 +81,35 @@ const (
 // RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (seconds until
 // the bucket is full, rounded up) on every decision, and Retry-After (whole
 // seconds, rounded up, at least 1) only when the request was denied.
-func setRateLimitHeaders(h http.Header, d limits.Decision) {
-	// Set on every allowed request, so built with two allocations instead
-	// of eight: the three numbers in one string, the three values in one
-	// array (each capped, so an Add elsewhere cannot write over its
-	// neighbour), under keys already in canonical form.
+func setRateLimitHeaders(h http.Header, d limits.Decision) { setRateLimitHeadersIn(h, d, nil) }
+
+// setRateLimitHeadersIn is setRateLimitHeaders for a request with state
+// st (or nil). Set on every allowed request, so built with no allocation
+// the first time in a request (in st) and two after or without a state,
+// instead of eight: the three numbers in one string, the three values in
+// one array (each capped, so an Add elsewhere cannot write over its
+// neighbour), under keys already in canonical form.
+func setRateLimitHeadersIn(h http.Header, d limits.Decision, st *requestState) {
 	var buf [3 * 20]byte
-	b := strconv.AppendInt(buf[:0], int64(d.Limit), 10)
+	b := buf[:0]
+	if st != nil && !st.rateLimitUsed {
+		b = st.rateLimitBytes[:0]
+	}
+	b = strconv.AppendInt(b, int64(d.Limit), 10)
 	i := len(b)
 	b = strconv.AppendInt(b, int64(d.Remaining), 10)
 	j := len(b)
 	b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
-	s := string(b)
-	v := make([]string, 3)
+	var s string
+	var v []string
+	if st != nil && !st.rateLimitUsed {
+		// Written once: a later decision in the same request must not
+		// change strings already handed out.
+		st.rateLimitUsed = true
+		s, v = frozenString(b), st.rateLimitValues[:]
+	} else {
+		s, v = string(b), make([]string, 3)
+	}
 	v[0], v[1], v[2] = s[:i], s[i:j], s[j:]
 	h[canonLimit], h[canonRemaining], h[canonReset] = v[0:1:1], v[1:2:2], v[2:3:3]
 	if d.Allowed {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/go-chi/chi/v5"
@@ -36,7 +38,32 @@ type requestState struct {
 	// allocation less per request each than slices of their own.
 	idHeader   [1]string
 	etagHeader [1]string
+	// idBytes backs an id made here, and rateLimitBytes and
+	// rateLimitValues the rate-limit headers of the first decision (see
+	// setRateLimitHeadersIn): strings over the state's own memory save an
+	// allocation each per request.
+	idBytes         [idBytesLen]byte
+	rateLimitBytes  [3 * 20]byte
+	rateLimitValues [3]string
+	rateLimitUsed   bool
 }
+
+// idBytesLen holds a made id: the prefix (16 base32 digits and a dash)
+// and a counter of at most 13 base-36 digits.
+const idBytesLen = 32
+
+// newID gives the request a new id from ids, kept in the state.
+func (st *requestState) newID(ids *requestIDs) {
+	b := append(st.idBytes[:0], ids.prefix...)
+	st.id = frozenString(strconv.AppendUint(b, ids.n.Add(1), 36))
+}
+
+// frozenString returns b as a string without a copy. b must lie in a
+// requestState and never be written again: a state is made for one request
+// and never reused (only its routing context is pooled), so the string
+// stays valid and unchanged for as long as anything holds it, the access
+// log and the headers included.
+func frozenString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // newRequestState returns r carrying a new state, the state, and the
 // writer that records the answer (to be handed down instead of w). The
