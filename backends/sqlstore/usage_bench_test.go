@@ -164,16 +164,71 @@ func seedStandings(ctx context.Context, s *Store, days int, now time.Time) error
 }
 
 // BenchmarkRecordUsage: one batch of 1,000 reports of one key (in a
-// workspace), as a component sends them, on SQLite, without and with what
-// was served; ns/op is a batch.
+// workspace), as a component sends them, on SQLite and PostgreSQL, without
+// and with what was served; ns/op is a batch.
 func BenchmarkRecordUsage(b *testing.B) {
-	for _, served := range []bool{false, true} {
-		b.Run(fmt.Sprintf("served=%v", served), func(b *testing.B) { benchmarkRecordUsage(b, served) })
+	for _, be := range []struct {
+		name string
+		get  func(testing.TB) backend
+	}{{"sqlite", func(testing.TB) backend { return sqliteBackend() }}, {"postgres", postgresBackend}} {
+		for _, served := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/served=%v", be.name, served), func(b *testing.B) { benchmarkRecordUsage(b, be.get(b), served) })
+		}
 	}
 }
 
-func benchmarkRecordUsage(b *testing.B, served bool) {
-	s := sqliteBackend().store(b)
+// BenchmarkPruneDay: the pruning of a day of 50,000 raw reports of one key
+// on PostgreSQL, once the whole day is past the retention, in passes of
+// 1,000 as spend.Retention makes them; ns/op is the day.
+func BenchmarkPruneDay(b *testing.B) {
+	s := postgresBackend(b).store(b)
+	ctx := context.Background()
+	clock := useClock(s)
+	if err := s.EnsureUser(ctx, "alice"); err != nil {
+		b.Fatal(err)
+	}
+	const perDay, batch = 50_000, 1000
+	rs := make([]spend.Report, batch)
+	day := 0
+	for b.Loop() {
+		b.StopTimer()
+		day++
+		clock.advance(24 * time.Hour)
+		// The day's partition, on PostgreSQL from 0018, is made before
+		// the day begins.
+		if _, err := s.PruneReports(ctx, clock.now().AddDate(-1, 0, 0), batch); err != nil {
+			b.Fatal(err)
+		}
+		for n := 0; n < perDay; n += batch {
+			for i := range rs {
+				rs[i] = spend.Report{ID: fmt.Sprintf("r%d-%d", day, n+i), KeyID: "00000000000000aa", Cost: 1, At: clock.now(), AtGiven: true}
+			}
+			if _, err := s.RecordUsage(ctx, spend.Batch{UserID: "alice", Reports: rs, Workspaces: map[string]string{"00000000000000aa": ""}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		clock.advance(spend.RawRetention + 25*time.Hour)
+		cutoff := clock.now().Add(-spend.RawRetention)
+		b.StartTimer()
+		deleted := 0
+		for {
+			n, err := s.PruneReports(ctx, cutoff, batch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			deleted += n
+			if n < batch {
+				break
+			}
+		}
+		if deleted != perDay {
+			b.Fatalf("%d reports pruned, want %d", deleted, perDay)
+		}
+	}
+}
+
+func benchmarkRecordUsage(b *testing.B, be backend, served bool) {
+	s := be.store(b)
 	ctx := context.Background()
 	if err := s.EnsureUser(ctx, "alice"); err != nil {
 		b.Fatal(err)

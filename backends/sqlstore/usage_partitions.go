@@ -126,7 +126,15 @@ const (
 // of takes them over. Dropping a partition waits for the recordings in
 // flight and holds the next ones meanwhile: lock_timeout bounds that wait,
 // and a drop that times out is tried again at the next pass.
+//
+// A pass of the pruning calls it before each batch: most find nothing to
+// do from one read of the catalog, and take no lock.
 func (s *Store) keepPartitions(ctx context.Context, cutoff time.Time) error {
+	today := s.now().UTC().Truncate(24 * time.Hour)
+	create, drop, err := partitionChanges(ctx, s.w, today, cutoff)
+	if err != nil || len(create)+len(drop) == 0 {
+		return err
+	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		var mine bool
 		if err := tx.QueryRowContext(ctx, `SELECT pg_try_advisory_xact_lock($1)`, usagePartitioning).Scan(&mine); err != nil || !mine {
@@ -135,45 +143,65 @@ func (s *Store) keepPartitions(ctx context.Context, cutoff time.Time) error {
 		if _, err := tx.ExecContext(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-			WHERE i.inhparent = 'usage_reports'::regclass`)
+		// Read again under the lock: another replica may have just
+		// made the same changes.
+		create, drop, err := partitionChanges(ctx, tx, today, cutoff)
 		if err != nil {
 			return err
 		}
-		days := map[time.Time]bool{}
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				rows.Close()
+		for _, d := range create {
+			if err := createPartition(ctx, tx, d); err != nil {
 				return err
 			}
-			if day, ok := strings.CutPrefix(name, partitionPrefix); ok {
-				if d, err := time.Parse(partitionLayout, day); err == nil {
-					days[d] = true
-				}
-			}
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		today := s.now().UTC().Truncate(24 * time.Hour)
-		for i := range partitionsAhead + 1 {
-			if d := today.AddDate(0, 0, i); !days[d] {
-				if err := createPartition(ctx, tx, d); err != nil {
-					return err
-				}
-			}
-		}
-		for d := range days {
-			if !d.AddDate(0, 0, 1).After(cutoff) {
-				if _, err := tx.ExecContext(ctx, `DROP TABLE `+partitionPrefix+d.Format(partitionLayout)); err != nil {
-					return err
-				}
+		for _, d := range drop {
+			if _, err := tx.ExecContext(ctx, `DROP TABLE `+partitionPrefix+d.Format(partitionLayout)); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// partitionChanges reads the day partitions of usage_reports and returns
+// the days from today to partitionsAhead after it that have none (but
+// those a cutoff in the future would drop again), and the days of those
+// wholly before cutoff.
+func partitionChanges(ctx context.Context, db querier, today, cutoff time.Time) (create, drop []time.Time, err error) {
+	rows, err := db.QueryContext(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'usage_reports'::regclass`)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	days := map[time.Time]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, nil, err
+		}
+		if day, ok := strings.CutPrefix(name, partitionPrefix); ok {
+			if d, err := time.Parse(partitionLayout, day); err == nil {
+				days[d] = true
+				if !d.AddDate(0, 0, 1).After(cutoff) {
+					drop = append(drop, d)
+				}
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	for i := range partitionsAhead + 1 {
+		if d := today.AddDate(0, 0, i); !days[d] && d.AddDate(0, 0, 1).After(cutoff) {
+			create = append(create, d)
+		}
+	}
+	return create, drop, nil
 }
 
 // createPartition creates day's partition as a table, moves into it the
