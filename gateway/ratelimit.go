@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aigateway/gateway/policy/keys"
@@ -47,13 +48,14 @@ func limitRate(l *RateLimits, class limits.Class, log *zap.Logger) func(http.Han
 			return next
 		}
 		limit := l.limit(class)
+		limiterKeys := &requestKeys{class: class}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			k := callerOf(r)
 			if k == nil { // unreachable below requireKey; refuse rather than skip
 				writeError(w, r, log, keys.ErrUnauthenticated)
 				return
 			}
-			d, err := l.Limiter.Allow(r.Context(), limits.RequestsKey(class, k.ID), limit, 1)
+			d, err := l.Limiter.Allow(r.Context(), limiterKeys.of(k.ID), limit, 1)
 			if err != nil {
 				writeError(w, r, log, err)
 				return
@@ -66,6 +68,38 @@ func limitRate(l *RateLimits, class limits.Class, log *zap.Logger) func(http.Han
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// requestKeys are the limiter keys of one class by API key id, made once
+// per key instead of on every request. The ids are those of authenticated
+// keys, so the map grows with the key store, not with what clients send;
+// it stops growing at maxRequestKeys all the same, the keys past it made
+// per request as before.
+type requestKeys struct {
+	class limits.Class
+	mu    sync.RWMutex
+	m     map[string]string
+}
+
+const maxRequestKeys = 1 << 16
+
+func (c *requestKeys) of(keyID string) string {
+	c.mu.RLock()
+	k, ok := c.m[keyID]
+	c.mu.RUnlock()
+	if ok {
+		return k
+	}
+	k = limits.RequestsKey(c.class, keyID)
+	c.mu.Lock()
+	if len(c.m) < maxRequestKeys {
+		if c.m == nil {
+			c.m = make(map[string]string)
+		}
+		c.m[keyID] = k
+	}
+	c.mu.Unlock()
+	return k
 }
 
 // Header names of the rate-limit fields (IETF draft RateLimit header
