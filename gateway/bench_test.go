@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/aigateway/gateway/policy/spend"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // oneKeyStore serves a single key, as the authentication cache would.
@@ -70,20 +72,40 @@ func (spentStandings) Standings(context.Context, spend.Windows) ([]spend.KeyStan
 // drives it over HTTP, and returning the status answered.
 func lookupChain(tb testing.TB, s lookupSetup) func() int {
 	tb.Helper()
+	token, key, _ := keys.NewKey()
+	h := mustNew(tb, lookupOptions(tb, s, key, nil)).Handler()
+	req := httptest.NewRequest("GET", "/api/v1/model/openai/gpt-4o", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	w := &discardResponse{h: http.Header{}}
+	return func() int {
+		clear(w.h)
+		w.code = 0
+		h.ServeHTTP(w, req)
+		return w.code
+	}
+}
+
+// lookupOptions are the API's options as the gateway runs them, with key
+// the only key; log, when not nil, receives the log (and, with
+// zapAccessLog, the access log).
+func lookupOptions(tb testing.TB, s lookupSetup, key keys.APIKey, log *zap.Logger) Options {
+	tb.Helper()
 	c, err := loadShipped() // read-only, so shared with the other tests
 	if err != nil {
 		tb.Fatal(err)
 	}
-	token, key, _ := keys.NewKey()
 	key.UserID, key.Role, key.WorkspaceID = "u", keys.RoleStandard, "ws-caller"
-	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	if log == nil {
+		enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+		log = zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zap.InfoLevel))
+	}
 	// As the wiring has it: a revocation bound, kept current by the
 	// revoker's reads of the change log (one here, within the bound).
 	auth := keys.NewAuthenticator(oneKeyStore{key}, 1<<62)
 	auth.SetRevocationBound(time.Hour)
 	auth.ChangeLogRead(time.Now())
 	o := Options{
-		Log:              zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zap.InfoLevel)),
+		Log:              log,
 		Auth:             auth,
 		Catalog:          catalog.NewStatic(c, slog.New(slog.DiscardHandler)),
 		DisableAccessLog: s.noAccessLog,
@@ -107,16 +129,99 @@ func lookupChain(tb testing.TB, s lookupSetup) func() int {
 		}
 		o.SpendGuard = e
 	}
-	h := mustNew(tb, o).Handler()
-	req := httptest.NewRequest("GET", "/api/v1/model/openai/gpt-4o", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	w := &discardResponse{h: http.Header{}}
-	return func() int {
-		clear(w.h)
-		w.code = 0
-		h.ServeHTTP(w, req)
-		return w.code
+	return o
+}
+
+// TestHotRoutesAnswerAsChi: the model lookup served past chi's tree walk
+// (hotRoutes) answers every request as chi routing it does, with the same
+// access log line, whether the table takes the request or hands it on.
+func TestHotRoutesAnswerAsChi(t *testing.T) {
+	token, key, _ := keys.NewKey()
+	setup := lookupSetup{rateLimit: true, zapAccessLog: true}
+	hotCore, hotLogs := observer.New(zap.InfoLevel)
+	chiCore, chiLogs := observer.New(zap.InfoLevel)
+	hotAPI := mustNew(t, lookupOptions(t, setup, key, zap.New(hotCore)))
+	chiAPI := mustNew(t, lookupOptions(t, setup, key, zap.New(chiCore)))
+	hot := hotAPI.Handler()
+	if _, ok := hot.(http.HandlerFunc); !ok {
+		t.Fatalf("Handler is a %T, not observe's", hot)
 	}
+	viaChi := observe(chiAPI.observation)(chiAPI.router())
+
+	for _, tc := range []struct{ method, target, auth, inm string }{
+		{"GET", "/api/v1/model/openai/gpt-4o", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/openai/gpt-4o", "Bearer " + token, "*"},
+		{"GET", "/api/v1/model/openai/gpt-4o:free", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/openai/gpt-4o%3Afree", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/openai/gpt-4o%253Afree", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/%7Eopenai/gpt-latest", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/openai%2Fx/gpt-4o", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/openai/gpt%00", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/openai/nothing-of-that-name", "Bearer " + token, ""},
+		{"GET", "/api/v1/model//gpt-4o", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/openai/", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/openai", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/openai/gpt-4o/", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/openai/gpt-4o/endpoints", "Bearer " + token, ""},
+		{"GET", "/api/v1/models/openai/gpt-4o/endpoints", "Bearer " + token, ""},
+		{"GET", "/api/v1/models", "Bearer " + token, ""},
+		{"HEAD", "/api/v1/model/openai/gpt-4o", "Bearer " + token, ""},
+		{"POST", "/api/v1/model/openai/gpt-4o", "Bearer " + token, ""},
+		{"GET", "/api/v1/model/openai/gpt-4o", "", ""},
+		{"GET", "/api/v1/model/openai/gpt-4o", "Bearer sk-gw-not-a-key", ""},
+	} {
+		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
+			answers := [2]*httptest.ResponseRecorder{}
+			for i, h := range []http.Handler{hot, viaChi} {
+				req := httptest.NewRequest(tc.method, tc.target, nil)
+				req.RemoteAddr = "192.0.2.1:1234"
+				if tc.auth != "" {
+					req.Header.Set("Authorization", tc.auth)
+				}
+				if tc.inm != "" {
+					req.Header.Set("If-None-Match", tc.inm)
+				}
+				answers[i] = httptest.NewRecorder()
+				h.ServeHTTP(answers[i], req)
+			}
+			got, want := answers[0], answers[1]
+			if got.Code != want.Code || got.Body.String() != want.Body.String() {
+				t.Errorf("answered %d %q, chi %d %q", got.Code, got.Body, want.Code, want.Body)
+			}
+			for _, h := range []http.Header{got.Header(), want.Header()} {
+				if h.Get("X-Request-Id") == "" {
+					t.Errorf("no X-Request-Id in %v", h)
+				}
+				h.Del("X-Request-Id")
+				h.Del("Request-Id")
+			}
+			if !reflect.DeepEqual(got.Header(), want.Header()) {
+				t.Errorf("headers %v, chi %v", got.Header(), want.Header())
+			}
+			hotLine, chiLine := lastAccessLine(t, hotLogs), lastAccessLine(t, chiLogs)
+			if !reflect.DeepEqual(hotLine, chiLine) {
+				t.Errorf("access log %v, chi %v", hotLine, chiLine)
+			}
+		})
+	}
+}
+
+// lastAccessLine is the last access log line in logs, without the fields
+// that differ from one request to the next.
+func lastAccessLine(t *testing.T, logs *observer.ObservedLogs) map[string]any {
+	t.Helper()
+	var line map[string]any
+	for _, e := range logs.TakeAll() {
+		if e.Message == "request" {
+			line = e.ContextMap()
+		}
+	}
+	if line == nil {
+		t.Fatal("no access log line")
+	}
+	delete(line, "duration")
+	delete(line, "request_id")
+	return line
 }
 
 func benchmarkLookup(b *testing.B, s lookupSetup) {

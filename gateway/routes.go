@@ -168,7 +168,7 @@ func (a *API) StartDraining() { a.draining.Store(true) }
 func (a *API) Handler() http.Handler {
 	// observe is outermost, around the router: it makes the request's
 	// state, which also serves as chi's routing context (see requestState).
-	return observe(a.observation)(a.router())
+	return observe(a.observation)(newHotRoutes(a.router()))
 }
 
 // router holds the routes and the middleware inside observe.
@@ -204,7 +204,7 @@ func (a *API) router() *chi.Mux {
 
 		r.Group(func(r chi.Router) {
 			r.Use(refuseOverSpend(a.spendGuard, a.spendMetrics, a.log))
-			r.Get(apiPrefix+"/model/{author}/{slug}", a.keyed(a.getModel))
+			r.Get(modelRoute, a.keyed(a.getModel))
 			r.Get(apiPrefix+"/models", a.adapt(a.listModels))
 			r.Get(apiPrefix+"/models/count", a.adapt(a.countModels))
 			r.Get(apiPrefix+"/models/user", a.keyed(a.listModelsForUser))
@@ -283,3 +283,76 @@ const DefaultBodyReadTimeout = 30 * time.Second
 
 // apiPrefix is the base path of the API; links in responses use it too.
 const apiPrefix = "/api/v1"
+
+// modelRoute is the hottest route of all, the model lookup (see hotRoutes).
+const modelRoute = apiPrefix + "/model/{author}/{slug}"
+
+// hotRoutes is the router with the model lookup taken out of chi's tree
+// walk: for a parameterised route chi also copies the parameters into the
+// request's path values, a map made per request (two of the lookup's
+// allocations). The lookup is served by the very handler chi registered
+// for it, behind the router's own middleware, with the routing context
+// filled as chi fills it; handlers read parameters with chi.URLParam, so
+// only r.PathValue, which none of them reads, stays empty. Every path the
+// table does not match exactly (an empty or extra segment, another
+// method) goes to chi, which answers it as before. The other hot route,
+// GET /models, has no parameter and costs chi no allocation.
+type hotRoutes struct {
+	*chi.Mux
+	model http.Handler
+}
+
+func newHotRoutes(mux *chi.Mux) hotRoutes {
+	var endpoint http.Handler
+	for _, rt := range mux.Routes() {
+		if rt.Pattern == modelRoute {
+			endpoint = rt.Handlers[http.MethodGet]
+		}
+	}
+	if endpoint == nil { // no such route: chi routes everything
+		return hotRoutes{Mux: mux}
+	}
+	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := chi.RouteContext(r.Context())
+		author, slug, _ := modelPathValues(routingPath(r))
+		rc.RouteMethod = r.Method
+		rc.URLParams.Add("author", author)
+		rc.URLParams.Add("slug", slug)
+		rc.RoutePatterns = append(rc.RoutePatterns, modelRoute)
+		r.Pattern = modelRoute
+		endpoint.ServeHTTP(w, r)
+	})
+	return hotRoutes{Mux: mux, model: chi.Chain(mux.Middlewares()...).Handler(routed)}
+}
+
+func (h hotRoutes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Only below observe, whose state carries chi's routing context.
+	if h.model != nil && r.Method == http.MethodGet && chi.RouteContext(r.Context()) != nil {
+		if _, _, ok := modelPathValues(routingPath(r)); ok {
+			h.model.ServeHTTP(w, r)
+			return
+		}
+	}
+	h.Mux.ServeHTTP(w, r)
+}
+
+// routingPath is the path chi routes on: the raw one when the request
+// kept it, so that parameters arrive still encoded (see pathSegment).
+func routingPath(r *http.Request) string {
+	return cmp.Or(r.URL.RawPath, r.URL.Path)
+}
+
+// modelPathValues splits a path of modelRoute into its two parameters, as
+// chi would, for the paths where both are non-empty (chi's answer to the
+// others is left to chi).
+func modelPathValues(path string) (author, slug string, ok bool) {
+	rest, ok := strings.CutPrefix(path, apiPrefix+"/model/")
+	if !ok {
+		return "", "", false
+	}
+	author, slug, ok = strings.Cut(rest, "/")
+	if !ok || author == "" || slug == "" || strings.IndexByte(slug, '/') >= 0 {
+		return "", "", false
+	}
+	return author, slug, true
+}
