@@ -34,6 +34,7 @@ func TestUsageContract(t *testing.T) {
 		{"Activity", testUsageActivity},
 		{"Retention", testUsageRetention},
 		{"Partitions", testUsagePartitions},
+		{"Digest", testUsageDigest},
 		{"TotalsMadeDuringIngest", testUsageTotalsMadeDuringIngest},
 	}
 	for _, be := range []struct {
@@ -698,5 +699,31 @@ func testUsagePartitions(t *testing.T, b backend) {
 	}
 	if u, err := s.KeyUsage(ctx, []string{k.ID}, spend.WindowsAt(clock.now())); err != nil || u[k.ID].Total != 20 {
 		t.Errorf("usage after the drop: %+v, %v; want both reports", u[k.ID], err)
+	}
+}
+
+// testUsageDigest: the digest a recording makes of a report in Go is the
+// one migration 0018 made in the database of the reports stored before
+// it, or a replay of one of those would be refused as changed.
+func testUsageDigest(t *testing.T, b backend) {
+	s := b.store(t)
+	if s.d.name != DriverPostgres {
+		t.Skip("SQLite compares replays with their raw rows")
+	}
+	for _, r := range []spend.Report{
+		{KeyID: "00000000000000aa", Cost: 1},
+		{KeyID: "00000000000000aa", Cost: 123_456, BYOK: true, Model: "openai/gpt-4.1", Provider: "OpenAI", Endpoint: "ep-1",
+			PromptTokens: 10, CompletionTokens: 20, ReasoningTokens: 30},
+		{KeyID: "k,1", Cost: 0, Model: "a/b,c", Provider: "", Endpoint: "é,ü", PromptTokens: 1 << 40},
+		{KeyID: "k", Cost: 1, Model: "", Provider: "a/b,c"},
+	} {
+		d := appendDigest(nil, &r)
+		var same bool
+		rawQuery(t, s.r, &same, `SELECT usage_report_digest($1, $2, $3, $4, $5, $6, $7, $8, $9) = CAST($10 AS UUID)`,
+			r.KeyID, int64(r.Cost), r.BYOK, r.Model, r.Provider, r.Endpoint, r.PromptTokens, r.CompletionTokens,
+			r.ReasoningTokens, string(d[1:len(d)-1]))
+		if !same {
+			t.Errorf("the digest of %+v differs between Go and the database", r)
+		}
 	}
 }

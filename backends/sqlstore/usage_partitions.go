@@ -2,8 +2,11 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/md5"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,23 +17,62 @@ import (
 // and has no key; usage_report_ids is the key of idempotency (migration
 // 0018). postgresSent names the columns of the rows a batch sends, the
 // rows of usageSQL.reportRows, or of plainRows with the defaults of what
-// was not served, so that the ids, their digests and the raw rows are all
-// made from one unpacking of the argument.
+// was not served, and each row's digest, so that the ids and the raw rows
+// are made from one unpacking of the argument.
 const postgresSent = `sent (user_id, id, key_id, workspace_id, cost, byok, at, received_at, model, provider_name,
-	endpoint_id, prompt_tokens, completion_tokens, reasoning_tokens)`
+	endpoint_id, prompt_tokens, completion_tokens, reasoning_tokens, digest)`
 
-const postgresPlainRows = `SELECT r.e->>0, r.e->>1, r.e->>2, (r.e->>3)::uuid, (r.e->>4)::bigint, (r.e->>5)::boolean,
-	(r.e->>6)::timestamptz, $1::timestamptz, '', '', '', 0::bigint, 0::bigint, 0::bigint
+const (
+	postgresPlainRows = `SELECT r.e->>0, r.e->>1, r.e->>2, (r.e->>3)::uuid, (r.e->>4)::bigint, (r.e->>5)::boolean,
+	(r.e->>6)::timestamptz, $1::timestamptz, '', '', '', 0::bigint, 0::bigint, 0::bigint, (r.e->>7)::uuid
 	FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`
-
-const postgresDigest = `usage_report_digest(key_id, cost, byok, model, provider_name, endpoint_id,
-	prompt_tokens, completion_tokens, reasoning_tokens)`
+	postgresServedRows = `SELECT r.e->>0, r.e->>1, r.e->>2, (r.e->>3)::uuid, (r.e->>4)::bigint, (r.e->>5)::boolean,
+	(r.e->>6)::timestamptz, $1::timestamptz, r.e->>7, r.e->>8, r.e->>9,
+	(r.e->>10)::bigint, (r.e->>11)::bigint, (r.e->>12)::bigint, (r.e->>13)::uuid
+	FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY r.n`
+)
 
 func postgresSentRows(served bool) string {
 	if served {
-		return postgresUsage.reportRows
+		return postgresServedRows
 	}
 	return postgresPlainRows
+}
+
+// appendDigest appends, as a JSON string, the digest of r's content but
+// its time: the md5 of the string migration 0018's usage_report_digest
+// makes of the stored columns, each text preceded by its length in bytes
+// so that no two contents make the same string. The database made each
+// digest in a batch a function call of 3.6 µs, nearly half of what the
+// ids added to a batch of 1,000; Go's md5 takes a tenth of that.
+func appendDigest(b []byte, r *spend.Report) []byte {
+	var buf [256]byte
+	d := buf[:0]
+	text := func(s string) {
+		d = strconv.AppendInt(d, int64(len(s)), 10)
+		d = append(d, ',')
+		d = append(d, s...)
+		d = append(d, ',')
+	}
+	text(r.KeyID)
+	d = strconv.AppendInt(d, int64(r.Cost), 10)
+	if r.BYOK {
+		d = append(d, ",t,"...)
+	} else {
+		d = append(d, ",f,"...)
+	}
+	text(r.Model)
+	text(r.Provider)
+	text(r.Endpoint)
+	d = strconv.AppendInt(d, r.PromptTokens, 10)
+	d = append(d, ',')
+	d = strconv.AppendInt(d, r.CompletionTokens, 10)
+	d = append(d, ',')
+	d = strconv.AppendInt(d, r.ReasoningTokens, 10)
+	sum := md5.Sum(d)
+	b = append(b, '"')
+	b = hex.AppendEncode(b, sum[:])
+	return append(b, '"')
 }
 
 // postgresInsertReports is insertReports' statement on PostgreSQL: the ids
@@ -40,7 +82,7 @@ func postgresSentRows(served bool) string {
 func postgresInsertReports(served bool) string {
 	return `WITH ` + postgresSent + ` AS (` + postgresSentRows(served) + `),
 		fresh AS (INSERT INTO usage_report_ids (user_id, id, received_at, at, digest)
-			SELECT user_id, id, received_at, at, ` + postgresDigest + ` FROM sent
+			SELECT user_id, id, received_at, at, digest FROM sent
 			ON CONFLICT (user_id, id) DO NOTHING RETURNING user_id, id),
 		stored AS (INSERT INTO usage_reports (user_id, id, key_id, workspace_id, cost, byok, at, received_at, model,
 				provider_name, endpoint_id, prompt_tokens, completion_tokens, reasoning_tokens)
@@ -50,14 +92,12 @@ func postgresInsertReports(served bool) string {
 		SELECT id FROM fresh`
 }
 
-// postgresReplays reads, for each report of a batch, whether its id is
-// stored, when the stored report was served and whether its content but
-// its time matches: the digests are compared in the database, made by the
-// function that made the stored one.
+// postgresReplays reads, for each report of a batch whose id is stored,
+// when the stored report was served and whether its content but its time
+// matches.
 func postgresReplays(served bool) string {
 	return `WITH ` + postgresSent + ` AS (` + postgresSentRows(served) + `)
-		SELECT s.id, i.at, i.digest = usage_report_digest(s.key_id, s.cost, s.byok, s.model, s.provider_name,
-			s.endpoint_id, s.prompt_tokens, s.completion_tokens, s.reasoning_tokens)
+		SELECT s.id, i.at, i.digest = s.digest
 		FROM sent s JOIN usage_report_ids i ON i.user_id = s.user_id AND i.id = s.id`
 }
 

@@ -288,7 +288,8 @@ func compareRaw(s string, b []byte) int {
 var reportBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // appendReportRows appends reports, of batch, as the JSON array
-// usageSQL.reportRows reads (plainRows without served), in order. Identifiers must be valid UTF-8, as
+// usageSQL.reportRows reads (plainRows without served), in order, on
+// PostgreSQL each with its digest last. Identifiers must be valid UTF-8, as
 // PostgreSQL's TEXT requires; report ids are printable ASCII by then, and
 // the names of what was served were checked valid by the domain.
 func (s *Store) appendReportRows(b []byte, batch spend.Batch, reports []*spend.Report, served bool) ([]byte, error) {
@@ -321,6 +322,9 @@ func (s *Store) appendReportRows(b []byte, batch spend.Batch, reports []*spend.R
 		b = s.d.appendTS(b, micro(r.At))
 		if served {
 			b = appendServed(b, r.Model, r.Provider, r.Endpoint, r.PromptTokens, r.CompletionTokens, r.ReasoningTokens)
+		}
+		if s.d.name == DriverPostgres {
+			b = appendDigest(append(b, ','), r)
 		}
 		b = append(b, ']')
 	}

@@ -11,8 +11,10 @@
 -- what was stored through digest, the md5 of the report's content but its
 -- at, and at, kept beside it because a replay that carries no time of its
 -- own is not compared by it: neither needs the raw row, which may be in any
--- partition. usage_report_digest is the one definition of the digest, used
--- here on the stored rows and by every recording on the rows it is sent.
+-- partition. usage_report_digest makes the digests of the rows stored so
+-- far; a recording makes those of its reports in Go the same way
+-- (sqlstore.appendDigest), each text preceded by its length in bytes so
+-- that no two contents make the same string.
 --
 -- The DEFAULT partition takes a report whose day has no partition yet (the
 -- pruning creates them 3 days ahead), so an insert never fails; the pruning
@@ -21,9 +23,10 @@
 CREATE OR REPLACE FUNCTION usage_report_digest(key_id TEXT, cost BIGINT, byok BOOLEAN, model TEXT,
     provider_name TEXT, endpoint_id TEXT, prompt_tokens BIGINT, completion_tokens BIGINT, reasoning_tokens BIGINT)
 RETURNS UUID AS $$
-    SELECT CAST(md5(CAST(jsonb_build_array(key_id, cost, byok, model, provider_name, endpoint_id,
-        prompt_tokens, completion_tokens, reasoning_tokens) AS TEXT)) AS UUID)
-$$ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE;
+    SELECT CAST(md5(concat_ws(',', octet_length(key_id), key_id, cost, byok, octet_length(model), model,
+        octet_length(provider_name), provider_name, octet_length(endpoint_id), endpoint_id,
+        prompt_tokens, completion_tokens, reasoning_tokens)) AS UUID)
+$$ LANGUAGE sql IMMUTABLE PARALLEL SAFE;
 
 ALTER TABLE usage_reports RENAME TO usage_reports_unpartitioned;
 
