@@ -124,24 +124,20 @@ func setRateLimitHeaders(h http.Header, d limits.Decision) { setRateLimitHeaders
 // one array (each capped, so an Add elsewhere cannot write over its
 // neighbour), under keys already in canonical form.
 func setRateLimitHeadersIn(h http.Header, d limits.Decision, st *requestState) {
-	var buf [3 * 20]byte
-	b := buf[:0]
-	if st != nil && !st.rateLimitUsed {
-		b = st.rateLimitBytes[:0]
-	}
-	b = strconv.AppendInt(b, int64(d.Limit), 10)
-	i := len(b)
-	b = strconv.AppendInt(b, int64(d.Remaining), 10)
-	j := len(b)
-	b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
 	var s string
 	var v []string
+	var i, j int
 	if st != nil && !st.rateLimitUsed {
 		// Written once: a later decision in the same request must not
 		// change strings already handed out.
 		st.rateLimitUsed = true
+		var b []byte
+		b, i, j = appendRateLimit(st.rateLimitBytes[:0], d)
 		s, v = frozenString(b), st.rateLimitValues[:]
 	} else {
+		var buf [3 * 20]byte
+		var b []byte
+		b, i, j = appendRateLimit(buf[:0], d)
 		s, v = string(b), make([]string, 3)
 	}
 	v[0], v[1], v[2] = s[:i], s[i:j], s[j:]
@@ -151,6 +147,16 @@ func setRateLimitHeadersIn(h http.Header, d limits.Decision, st *requestState) {
 		return
 	}
 	h.Set(hdrRetryAfter, strconv.FormatInt(max(ceilSeconds(d.RetryAfter), 1), 10))
+}
+
+// appendRateLimit appends the three numbers of d's RateLimit-* headers to
+// b, and says where the second and the third begin.
+func appendRateLimit(b []byte, d limits.Decision) (_ []byte, i, j int) {
+	b = strconv.AppendInt(b, int64(d.Limit), 10)
+	i = len(b)
+	b = strconv.AppendInt(b, int64(d.Remaining), 10)
+	j = len(b)
+	return strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10), i, j
 }
 
 // The canonical forms of the RateLimit-* names, as net/http keys them.
