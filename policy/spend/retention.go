@@ -15,8 +15,10 @@ const RawRetention = MaxReportAge + 24*time.Hour
 
 // Pruner is a Store that can delete old raw reports.
 type Pruner interface {
-	// PruneReports deletes at most limit raw reports that arrived before
-	// cutoff, in one short transaction, and returns how many it deleted.
+	// PruneReports deletes raw reports that arrived before cutoff, in one
+	// short transaction per batch, at most limit of them row by row (a
+	// store may also drop a whole day of them at once), and returns how
+	// many it deleted row by row.
 	PruneReports(ctx context.Context, cutoff time.Time, limit int) (int, error)
 }
 
