@@ -272,17 +272,19 @@ func (u *Resumable) AddPart(ctx context.Context, ref UploadRef, body io.Reader, 
 	if err := u.checkNative(ctx, ws, ref.ID); err != nil {
 		return UploadPart{}, err
 	}
-	rec, parts, err := u.store.Upload(ctx, ws, ref.ID)
+	// The row's tally, not the parts: a part's cost must not grow with
+	// the parts already stored (10,000 of them at most).
+	rec, tally, err := u.store.UploadTally(ctx, ws, ref.ID)
 	if err != nil {
 		return UploadPart{}, err
 	}
 	if rec.Status != UploadPending {
 		return UploadPart{}, &UploadStateError{Status: rec.Status}
 	}
-	if len(parts) >= u.cfg.MaxParts {
-		return UploadPart{}, fmt.Errorf("%w: %w", ErrPartsExceedUpload, paramError("data", fmt.Sprintf("the upload holds its most parts, %d", u.cfg.MaxParts)))
+	if tally.Count >= u.cfg.MaxParts {
+		return UploadPart{}, errTooManyParts(u.cfg.MaxParts)
 	}
-	left := rec.Bytes - partsBytes(parts)
+	left := rec.Bytes - tally.Bytes
 	u.files.inflight.Add(1)
 	defer u.files.inflight.Done()
 	release, err := u.admitPart(ctx, ref.Key.ID, ws, declared)
@@ -321,6 +323,11 @@ func (u *Resumable) AddPart(ctx context.Context, ref UploadRef, body io.Reader, 
 		// Completed, cancelled or full since it was read: the part is not
 		// kept, whatever came first.
 		u.removeObjects(ctx, part.ObjectKey)
+		if errors.Is(err, ErrPartsExceedUpload) && invalid.Fields(err) == nil {
+			// Parts sent at once passed the check above together; the
+			// store decided which one is too many.
+			err = fmt.Errorf("%w: %w", err, paramError("data", "the parts stored with it would pass the upload's bytes or its most parts"))
+		}
 		return UploadPart{}, err
 	}
 	stored = part.Bytes
@@ -341,12 +348,9 @@ func (u *Resumable) admitPart(ctx context.Context, keyID, ws string, declared in
 	return u.files.admission.Admit(ctx, keyID, ws, budget)
 }
 
-func partsBytes(parts []UploadPart) int64 {
-	var n int64
-	for _, p := range parts {
-		n += p.Bytes
-	}
-	return n
+// errTooManyParts refuses a part to an upload holding its most parts.
+func errTooManyParts(most int) error {
+	return fmt.Errorf("%w: %w", ErrPartsExceedUpload, paramError("data", fmt.Sprintf("the upload holds its most parts, %d", most)))
 }
 
 // partLimit fails a part past the part size limit (*PartTooLargeError)

@@ -319,6 +319,22 @@ func (u *Resumable) completeForwarded(ctx context.Context, c CompleteUpload) (Up
 	if err != nil {
 		return UploadState{}, forwardError(err)
 	}
+	if pu.File == nil || pu.File.ID == "" || pu.File.Size != rec.Bytes {
+		// The provider's file is what the workspace is charged for: one
+		// that is not the upload's declared bytes is not recorded (nor
+		// kept), and the answer is the provider's fault, not the client's.
+		var answered int64 = -1
+		if pu.File != nil {
+			answered = pu.File.Size
+			if pu.File.ID != "" {
+				u.deleteAtProvider(ctx, ws, c.Ref, pu.File.ID)
+			}
+		}
+		u.files.log.Error("provider completed an upload without a file of the declared bytes",
+			slog.String("upload_id", rec.ID), slog.String("provider", c.Ref.Provider),
+			slog.Int64("declared", rec.Bytes), slog.Int64("answered", answered))
+		return UploadState{}, fmt.Errorf("%w: the completed file holds %d bytes, the upload declared %d", ErrProvider, answered, rec.Bytes)
+	}
 	file := Record{
 		ID: pu.File.ID, WorkspaceID: ws, KeyID: c.Ref.Key.ID, Filename: rec.Filename, MimeType: mediaType(rec.MimeType),
 		Size: pu.File.Size, Backend: c.Ref.Provider, ObjectKey: pu.File.ID, Purpose: cmp.Or(rec.Purpose, DefaultPurpose),

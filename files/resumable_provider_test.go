@@ -22,6 +22,7 @@ type uploadsProvider struct {
 	expires   time.Time
 	err       error // answered by every Uploads call
 	cancelErr error
+	sizeSkew  int64 // added to the size a completed file is answered with
 }
 
 var _ UploadProvider = (*uploadsProvider)(nil)
@@ -66,7 +67,7 @@ func (p *uploadsProvider) CompleteUpload(_ context.Context, id string, _ []strin
 	if err != nil {
 		return ProviderUpload{}, err
 	}
-	return ProviderUpload{ID: id, File: &ProviderFileInfo{ID: fileID, Size: size}}, nil
+	return ProviderUpload{ID: id, File: &ProviderFileInfo{ID: fileID, Size: size + p.sizeSkew}}, nil
 }
 
 func (p *uploadsProvider) CancelUpload(_ context.Context, id string) (ProviderUpload, error) {
@@ -282,6 +283,26 @@ func TestForwardedUploadUndoesWhatIsNotKept(t *testing.T) {
 		}
 		if len(r.prov.files) != 0 || len(r.prov.deleted) != 1 {
 			t.Fatalf("the provider keeps %v (deleted %v)", r.prov.files, r.prov.deleted)
+		}
+	})
+	t.Run("file of other bytes than declared", func(t *testing.T) {
+		for _, skew := range []int64{-10, -15, 1} {
+			r := newForwardRig(t)
+			rec, err := r.create(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := UploadRef{Key: r.key, ID: rec.ID, Provider: ProviderOpenAI}
+			if _, err := r.u.AddPart(t.Context(), ref, strings.NewReader("0123456789"), -1, func() error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			r.prov.sizeSkew = skew
+			if _, err := r.u.Complete(t.Context(), CompleteUpload{Ref: ref, PartIDs: []string{"part_p"}}); !errors.Is(err, ErrProvider) {
+				t.Fatalf("skew %d: err = %v, want ErrProvider (502)", skew, err)
+			}
+			if len(r.prov.files) != 0 || len(r.prov.deleted) != 1 || r.store.rows[rec.ID].rec.Status != UploadPending {
+				t.Fatalf("skew %d: the provider keeps %v (deleted %v), upload %s", skew, r.prov.files, r.prov.deleted, r.store.rows[rec.ID].rec.Status)
+			}
 		}
 	})
 	t.Run("cancel refused by the provider", func(t *testing.T) {

@@ -89,6 +89,12 @@ type UploadPart struct {
 	Text string
 }
 
+// PartsTally counts the parts an upload holds.
+type PartsTally struct {
+	Count int
+	Bytes int64
+}
+
 // UploadIdempotency names an upload creation that a retry with the same
 // Idempotency-Key replays.
 type UploadIdempotency struct {
@@ -119,6 +125,11 @@ type UploadStore interface {
 	// order they were stored. A pending upload past its ExpiresAt is
 	// answered expired.
 	Upload(ctx context.Context, workspaceID, id string) (UploadRecord, []UploadPart, error)
+
+	// UploadTally returns the upload id of workspaceID, as Upload does,
+	// with how many parts it holds and their bytes, without reading the
+	// parts: what deciding whether one more part may come needs.
+	UploadTally(ctx context.Context, workspaceID, id string) (UploadRecord, PartsTally, error)
 
 	// AddPart records p, stored in the bucket, if its upload is pending
 	// and unexpired, holds fewer than maxParts parts, and its parts' bytes

@@ -294,6 +294,26 @@ func (s *Store) Upload(ctx context.Context, workspaceID, id string) (_ files.Upl
 	return r.seen(now), parts, nil
 }
 
+// UploadTally returns the upload id of workspaceID and the sums of its
+// parts, which its row keeps, without reading the parts.
+func (s *Store) UploadTally(ctx context.Context, workspaceID, id string) (_ files.UploadRecord, _ files.PartsTally, err error) {
+	defer s.classify(&err)
+	wsID, ok := canonicalUUID(workspaceID)
+	if !ok {
+		return files.UploadRecord{}, files.PartsTally{}, files.ErrUploadNotFound
+	}
+	var r uploadRow
+	err = s.r.QueryRowContext(ctx, `SELECT `+uploadColumns+` FROM uploads u
+		WHERE u.id = $1 AND u.workspace_id = $2`, id, wsID).Scan(r.dest()...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return files.UploadRecord{}, files.PartsTally{}, files.ErrUploadNotFound
+	}
+	if err != nil {
+		return files.UploadRecord{}, files.PartsTally{}, fmt.Errorf("sqlstore: upload tally: %w", err)
+	}
+	return r.seen(micro(s.now())), files.PartsTally{Count: r.partsCount, Bytes: r.partsBytes}, nil
+}
+
 // lockUpload reads the upload id of wsID and, on PostgreSQL, locks its row
 // until the transaction ends (on SQLite the one writer already holds the
 // database). files.ErrUploadNotFound when there is none.

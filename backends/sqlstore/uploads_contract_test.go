@@ -43,6 +43,7 @@ func TestUploadContract(t *testing.T) {
 		{"Expiry/Concurrent", testUploadExpiryConcurrent},
 		{"Parts/DeleteAndKnown", testUploadDeleteKnownParts},
 		{"Sweep/OldRows", testUploadSweepRows},
+		{"Tally", testUploadTally},
 	}
 	for _, be := range []struct {
 		name string
@@ -1104,5 +1105,35 @@ func testUploadSweepRows(t *testing.T, b backend) {
 	}
 	if st := uploadStatus(t, s, ws.ID, pending.ID); st != files.UploadPending {
 		t.Errorf("the pending upload is %s", st)
+	}
+}
+
+// testUploadTally: the row's tally of parts is what the parts add up to,
+// and the upload is answered as Upload answers it (expired past its time).
+func testUploadTally(t *testing.T, b backend) {
+	s, clock, ws := uploadFixture(t, b)
+	ctx := testContext(t)
+	u := mustCreateUpload(t, s, clock, ws.ID, 900, 10_000)
+	if _, tally, err := s.UploadTally(ctx, ws.ID, u.ID); err != nil || tally != (files.PartsTally{}) {
+		t.Fatalf("UploadTally before parts = %+v, %v", tally, err)
+	}
+	mustAddPart(t, s, ws.ID, u.ID, 300)
+	mustAddPart(t, s, ws.ID, u.ID, 200)
+	got, tally, err := s.UploadTally(ctx, ws.ID, u.ID)
+	if err != nil || tally != (files.PartsTally{Count: 2, Bytes: 500}) || got != u {
+		t.Errorf("UploadTally = %+v, %+v, %v; want %+v and 2 parts of 500 bytes", got, tally, err, u)
+	}
+	for _, id := range []string{"upload_unknown", u.ID} {
+		wsID := ws.ID
+		if id == u.ID {
+			wsID = "00000000-0000-4000-8000-000000000000"
+		}
+		if _, _, err := s.UploadTally(ctx, wsID, id); !errors.Is(err, files.ErrUploadNotFound) {
+			t.Errorf("UploadTally(%s, %s) = %v, want not found", wsID, id, err)
+		}
+	}
+	clock.advance(uploadTTL)
+	if got, _, err := s.UploadTally(ctx, ws.ID, u.ID); err != nil || got.Status != files.UploadExpired {
+		t.Errorf("past its time: %+v, %v; want expired", got, err)
 	}
 }
