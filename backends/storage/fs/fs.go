@@ -167,7 +167,7 @@ func (b *Bucket) write(ctx context.Context, key string, fill func(f *os.File) (i
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := b.root.Rename(tmp, key); err != nil {
+	if err := b.rename(tmp, key, dir); err != nil {
 		return 0, classifyWrite(err)
 	}
 	committed = true
@@ -181,6 +181,20 @@ func (b *Bucket) write(ctx context.Context, key string, fill func(f *os.File) (i
 		return 0, classifyWrite(err)
 	}
 	return n, nil
+}
+
+// rename moves tmp to key. A Delete of the directory's last object removes
+// the emptied directory (see Delete), maybe between this write's MkdirAll
+// and its rename: the directory is then made again and the rename retried.
+func (b *Bucket) rename(tmp, key, dir string) error {
+	err := b.root.Rename(tmp, key)
+	for try := 0; errors.Is(err, iofs.ErrNotExist) && dir != "." && try < 3; try++ {
+		if err := b.root.MkdirAll(dir, dirPerm); err != nil {
+			return err
+		}
+		err = b.root.Rename(tmp, key)
+	}
+	return err
 }
 
 // composeChunk is how much of a source Compose copies between two looks
@@ -417,8 +431,10 @@ func (b *Bucket) Stat(ctx context.Context, key string) (blob.Object, error) {
 	return blob.Object{Key: key, Size: info.Size(), Modified: info.ModTime()}, nil
 }
 
-// Delete implements blob.Bucket. Emptied parent directories are kept:
-// removing them would race with uploads creating files in them.
+// Delete implements blob.Bucket. Parent directories it empties are
+// removed too, so that directories of objects long gone (an upload's parts,
+// a workspace's files) do not pile up for every walk to read; a write into
+// a directory removed under it makes it again (rename).
 func (b *Bucket) Delete(ctx context.Context, key string) error {
 	if err := blob.ValidateKey(key); err != nil {
 		return err
@@ -442,13 +458,26 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 		}
 		return fmt.Errorf("fs: delete %s: %w", key, classify(err))
 	}
+	// Removing a directory that is not empty fails, which ends the climb:
+	// only directories this delete emptied go.
+	for dir := path.Dir(key); dir != "."; dir = path.Dir(dir) {
+		if b.root.Remove(dir) != nil {
+			break
+		}
+	}
 	return nil
 }
 
 // List implements blob.Bucket.
 func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
 	var keys []string
-	err := iofs.WalkDir(b.root.FS(), ".", func(name string, d iofs.DirEntry, err error) error {
+	// Only the directory the prefix lies in is walked ("up/" walks up,
+	// "ws/abc" walks ws), not the whole bucket.
+	start := path.Dir(prefix + "x")
+	err := iofs.WalkDir(b.root.FS(), start, func(name string, d iofs.DirEntry, err error) error {
+		if errors.Is(err, iofs.ErrNotExist) && name == start && start != "." && b.rootMoved(blob.ErrUnavailable) == nil {
+			return iofs.SkipAll // nothing under the prefix, in a root still there
+		}
 		if err != nil {
 			return err
 		}
