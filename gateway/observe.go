@@ -48,7 +48,13 @@ func observe(o *observation) func(http.Handler) http.Handler {
 				if rec := recover(); rec != nil {
 					if rec == http.ErrAbortHandler {
 						// net/http's way to abort a response; not a bug. The
-						// exchange is logged before the abort goes on up.
+						// exchange is logged before the abort goes on up: as
+						// 499 when nothing was sent to a client that went
+						// away (a handler beside the API, the console, may
+						// abort without saying why).
+						if !st.w.wrote && r.Context().Err() != nil {
+							st.w.status = statusClientClosedReq
+						}
 						o.record(r, st, start, time.Since(start))
 						panic(rec)
 					}

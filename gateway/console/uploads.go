@@ -240,6 +240,11 @@ func (c *Console) uploadAnswer(v *visit, ok any, err error) error {
 		}
 	case errors.As(err, &badInput{}):
 		status, msg = http.StatusBadRequest, err.Error()
+	case v.r.Context().Err() != nil:
+		// The browser went away mid-part: nothing can be answered, and a
+		// status line would claim an answer (the API aborts its own the
+		// same way; the access log says 499).
+		panic(http.ErrAbortHandler)
 	default:
 		return err
 	}
