@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,28 +153,47 @@ func victimSlotsServed(ctx context.Context, living []*redisServer, slots func(in
 // and returns its nodes, masters first, once every slot is served.
 func startCluster(t *testing.T, masters int, args ...string) []*redisServer {
 	t.Helper()
+	return startAuthCluster(t, nil, masters, 1, args...)
+}
+
+// startAuthCluster is startCluster with replicas replicas per master
+// (0: none), every node taking TLS only and auth's user alone when auth
+// is not nil.
+func startAuthCluster(t *testing.T, auth *tlsAuth, masters, replicas int, args ...string) []*redisServer {
+	t.Helper()
 	bin := testenv.Require(t, testenv.RedisServerVar)
 	cli := filepath.Join(filepath.Dir(bin), "redis-cli")
 	if _, err := os.Stat(cli); err != nil {
 		t.Fatalf("redis-cli beside %s: %v", bin, err)
 	}
-	nodes := make([]*redisServer, 2*masters)
+	nodes := make([]*redisServer, (1+replicas)*masters)
 	addrs := make([]string, len(nodes))
 	for i := range nodes {
-		nodes[i] = startRedisServer(t, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		nodes[i] = startAuthRedisServer(t, auth, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0"}, args...)...)
 		addrs[i] = nodes[i].Addr()
 	}
 	// --cluster create makes the first masters addresses masters and the
 	// rest their replicas.
-	out, err := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...),
-		"--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput()
+	create := append(append([]string{"--cluster", "create"}, addrs...),
+		"--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	if auth != nil {
+		// The password reaches redis-cli through its environment, not its
+		// command line.
+		create = append([]string{"--tls", "--cacert", auth.caFile, "--cert", auth.certFile, "--key", auth.keyFile,
+			"--user", auth.user}, create...)
+	}
+	cmd := exec.Command(cli, create...)
+	if auth != nil {
+		cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+auth.pass)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for _, n := range nodes {
-		c := goredis.NewClient(&goredis.Options{Addr: n.Addr(), MaxRetries: -1})
+		c := n.client()
 		for {
 			info, err := c.ClusterInfo(context.Background()).Result()
 			role, _ := c.Do(context.Background(), "ROLE").Slice()

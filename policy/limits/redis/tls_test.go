@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -17,6 +18,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/aigateway/gateway/internal/testenv"
 	"github.com/aigateway/gateway/policy/limits"
@@ -95,6 +98,96 @@ func TestTLSWithAnACLUser(t *testing.T) {
 		if _, err := NewClient(ClientOptions{URL: url, TLS: o}); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s: NewClient = %v, want ErrInvalidConfig", name, err)
 		}
+	}
+}
+
+// TestClusterOverTLSWithAnACLUser: a Cluster whose nodes take TLS only
+// (their bus and replication too), ask clients for a certificate and know
+// one ACL user is reached through the limiter's own TLS and user options:
+// two limiters share each key's budget on whichever master serves its
+// slot. Without the CA, the client certificate or the right password, no
+// decision is made.
+func TestClusterOverTLSWithAnACLUser(t *testing.T) {
+	auth := newTLSAuth(t)
+	nodes := startAuthCluster(t, auth, 3, 0)
+	good := auth.options(ClientOptions{Addrs: []string{nodes[0].Addr()}, Timeout: time.Second})
+	ctx := context.Background()
+	const prefix = "tls-cluster:"
+	limiters := make([]*Limiter, 2)
+	var client goredis.UniversalClient
+	for i := range limiters {
+		c, err := NewClient(good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		client, limiters[i] = c, NewLimiter(c, prefix)
+	}
+
+	// One key on each of two masters.
+	keys := make([]string, 2)
+	for m := range keys {
+		slots := masterSlots(t, client, nodes[m].Addr())
+		for i := 0; keys[m] == ""; i++ {
+			if key := fmt.Sprintf("k%d", i); slots(client.ClusterKeySlot(ctx, prefix+key).Val()) {
+				keys[m] = key
+			}
+		}
+	}
+	lim := limits.Limit{Rate: 1, Per: time.Hour, Burst: 3}
+	for m, key := range keys {
+		// The budget of 3 spent alternately through both limiters.
+		for i := range lim.Burst {
+			if d, err := limiters[i%2].Allow(ctx, key, lim, 1); err != nil || !d.Allowed {
+				t.Fatalf("%s, decision %d: Allow = %+v, %v", key, i+1, d, err)
+			}
+		}
+		for i, l := range limiters {
+			if d, err := l.Allow(ctx, key, lim, 1); err != nil || d.Allowed {
+				t.Errorf("%s through limiter %d after the budget was spent: Allow = %+v, %v", key, i, d, err)
+			}
+		}
+		direct := nodes[m].client()
+		if n := direct.Exists(ctx, prefix+key).Val(); n != 1 {
+			t.Errorf("%s is not on %s, the master of its slot", key, nodes[m].Addr())
+		}
+		_ = direct.Close()
+	}
+
+	// with returns good changed by change, good itself left as it is.
+	with := func(change func(*ClientOptions)) ClientOptions {
+		o := good
+		change(&o)
+		return o
+	}
+	var unknownCA x509.UnknownAuthorityError
+	var remote *net.OpError
+	for _, tc := range []struct {
+		name string
+		o    ClientOptions
+		is   func(error) bool
+	}{
+		{"the system's CAs", with(func(o *ClientOptions) { o.TLS = &TLSOptions{CertFile: auth.certFile, KeyFile: auth.keyFile} }),
+			func(err error) bool { return errors.As(err, &unknownCA) }},
+		// The server refuses the handshake once it has read the client's
+		// (empty) certificate: TLS 1.3 reports that as an alert on the
+		// first read.
+		{"no client certificate", with(func(o *ClientOptions) { o.TLS = &TLSOptions{CAFile: auth.caFile} }),
+			func(err error) bool { return errors.As(err, &remote) && remote.Op == "remote error" }},
+		{"a wrong password", with(func(o *ClientOptions) { o.Password = "guess" }),
+			goredis.IsAuthError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewClient(tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			d, err := NewLimiter(c, prefix).Allow(ctx, "refused", lim, 1)
+			if !errors.Is(err, limits.ErrLimiterUnavailable) || !tc.is(err) {
+				t.Errorf("Allow = %+v, %v (%T)", d, err, errors.Unwrap(err))
+			}
+		})
 	}
 }
 
