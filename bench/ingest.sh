@@ -30,13 +30,14 @@ git worktree add --detach "$work/base-src" "$base_rev" >/dev/null 2>&1
 (cd "$work/base-src" && go test -c -o "$work/e2e-base.test" ./internal/e2e)
 git worktree remove --force "$work/base-src"
 
-runs='BenchmarkUsageIngest/(sqlite|postgres)(/paced-20k)?$'
+# Anchored: BenchmarkUsageIngestKeys (other figures, no lookups) must not run.
+runs='^BenchmarkUsageIngest$/^(sqlite|postgres)(/paced-20k)?$'
 # bench VERSION: one run of every sub-benchmark, appended to $work/VERSION.out
 # as "name reports/s p99-ratio" lines. The test binary runs in the package's
 # directory, where its relative paths (the catalog) lead.
 bench() {
   (cd "$root/internal/e2e" && "$work/e2e-$1.test" -test.run '^$' -test.bench "$runs" -test.benchtime "$benchtime") |
-    tee -a "$work/$1.raw" | awk '/^BenchmarkUsageIngest/ {
+    tee -a "$work/$1.raw" | awk '/^BenchmarkUsageIngest\// {
       name = $1; sub(/^BenchmarkUsageIngest\//, "", name); sub(/-[0-9]+$/, "", name)
       for (i = 3; i < NF; i++) v[$(i + 1)] = $i
       printf "%s %s %.3f\n", name, (("reports/s" in v) ? v["reports/s"] : 0), v["lookup-p99-ingest-µs"] / v["lookup-p99-idle-µs"]
