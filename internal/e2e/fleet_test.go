@@ -205,19 +205,7 @@ func testFleetRedisKilled(t *testing.T, bin string) {
 	// Lookup load: each worker its own key at 20 requests/s (within the
 	// limit, and within each replica's local share of it while degraded),
 	// alternating between the processes.
-	load := &loadRun{stop: make(chan struct{})}
-	for w := range loaders {
-		load.wg.Add(1)
-		go load.worker(client, procs, loadKeys[w], 50*time.Millisecond, w)
-	}
-	stopped := false
-	stopLoad := func() {
-		if !stopped {
-			stopped = true
-			close(load.stop)
-			load.wg.Wait()
-		}
-	}
+	load, stopLoad := startLoad(client, procs, loadKeys[:loaders])
 	defer stopLoad()
 
 	waitFor(t, 10*time.Second, "lookup load running on Redis", func() bool { return load.ok.Load() >= 40 })
@@ -367,19 +355,7 @@ func testFleetClusterFailover(t *testing.T, bin string) {
 	procs := startFleet(t, bin, path, 2)
 	client := fleetClient(t)
 
-	load := &loadRun{stop: make(chan struct{})}
-	for w, key := range append(victimKeys, otherKeys...) {
-		load.wg.Add(1)
-		go load.worker(client, procs, key, 50*time.Millisecond, w)
-	}
-	stopped := false
-	stopLoad := func() {
-		if !stopped {
-			stopped = true
-			close(load.stop)
-			load.wg.Wait()
-		}
-	}
+	load, stopLoad := startLoad(client, procs, append(victimKeys, otherKeys...))
 	defer stopLoad()
 	waitFor(t, 10*time.Second, "lookup load running on the Cluster", func() bool { return load.ok.Load() >= 40 })
 	for i, p := range procs {
@@ -1045,6 +1021,24 @@ func checkLimited(r reply, burst int) error {
 
 // loadRun is paced lookup load that records every failure: a 5xx or a
 // transport error (429 is an answer, not a failure).
+// startLoad runs one lookup worker per key, each at 20 requests/s,
+// alternating between the processes; stop ends them (once, however often
+// it is called) and waits for them.
+func startLoad(client *http.Client, procs []*gatewayProc, keys []string) (load *loadRun, stop func()) {
+	load = &loadRun{stop: make(chan struct{})}
+	for w, key := range keys {
+		load.wg.Add(1)
+		go load.worker(client, procs, key, 50*time.Millisecond, w)
+	}
+	var once sync.Once
+	return load, func() {
+		once.Do(func() {
+			close(load.stop)
+			load.wg.Wait()
+		})
+	}
+}
+
 type loadRun struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
