@@ -28,6 +28,43 @@ type Config struct {
 	Uploads   Uploads   `yaml:"uploads"`
 	Sweeper   Sweeper   `yaml:"sweeper"`
 	Console   Console   `yaml:"console"`
+	Telemetry Telemetry `yaml:"telemetry"`
+	Audit     Audit     `yaml:"audit"`
+}
+
+// Telemetry configures what the gateway exports about its own work.
+type Telemetry struct {
+	Traces Traces `yaml:"traces"`
+}
+
+// Traces configures OpenTelemetry traces, exported by OTLP. Off (no
+// endpoint, and no OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT in the
+// environment) the gateway makes no spans at all. The standard OTEL_*
+// variables fill in what the YAML leaves unset.
+type Traces struct {
+	// Endpoint is the collector's OTLP endpoint: a URL for protocol
+	// http/protobuf ("http://collector:4318"; /v1/traces is appended when
+	// it has no path), host:port or a URL for grpc.
+	Endpoint string `yaml:"endpoint"`
+	// Protocol is "http/protobuf" or "grpc" (OTEL_EXPORTER_OTLP_PROTOCOL
+	// when unset; else http/protobuf).
+	Protocol string `yaml:"protocol"`
+	// SampleRatio is the share of traces started here that are recorded,
+	// 0 to 1; a caller's sampled traceparent is always followed.
+	SampleRatio float64 `yaml:"sample_ratio"`
+	// Headers are sent with every export (an authorization token, say;
+	// ${VAR} keeps it out of the file).
+	Headers map[string]string `yaml:"headers"`
+	// Insecure sends to the endpoint without TLS (plain http or an
+	// insecure gRPC connection). An http:// endpoint implies it.
+	Insecure bool `yaml:"insecure"`
+}
+
+// Audit configures the record of management actions.
+type Audit struct {
+	// Retention is how long an entry is kept; older ones are deleted in
+	// the background.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // Console configures the console in the browser, served under /console/.
@@ -312,9 +349,11 @@ func Default() Config {
 			OpenAI:    Provider{BaseURL: "https://api.openai.com/v1", Timeout: 10 * time.Minute},
 			Anthropic: Provider{BaseURL: "https://api.anthropic.com", Timeout: 10 * time.Minute},
 		},
-		Sweeper: Sweeper{Interval: time.Minute, Grace: 6 * time.Hour, Batch: 500},
-		Uploads: Uploads{MaxBytes: 8 << 30, TTL: time.Hour, PendingPerWorkspace: 100},
-		Console: Console{Enabled: true, SessionTTL: 12 * time.Hour},
+		Sweeper:   Sweeper{Interval: time.Minute, Grace: 6 * time.Hour, Batch: 500},
+		Uploads:   Uploads{MaxBytes: 8 << 30, TTL: time.Hour, PendingPerWorkspace: 100},
+		Console:   Console{Enabled: true, SessionTTL: 12 * time.Hour},
+		Audit:     Audit{Retention: 400 * 24 * time.Hour},
+		Telemetry: Telemetry{Traces: Traces{SampleRatio: 1}},
 		Limits: Limits{
 			MaxFileBytes:          104_857_600,
 			WorkspaceStorageBytes: 10 << 30,

@@ -192,6 +192,9 @@ func (c *Config) Validate() error {
 		p.add("server.max_header_bytes", "must be between 4KiB and 1MiB")
 	}
 
+	c.validateTelemetry(&p)
+	p.positive("audit.retention", int64(c.Audit.Retention))
+
 	p.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	p.oneOf("log.format", c.Log.Format, "json", "console")
 
@@ -378,4 +381,24 @@ func (s Server) TrustedPrefixes() []netip.Prefix {
 		}
 	}
 	return out
+}
+
+func (c *Config) validateTelemetry(p *problems) {
+	t := c.Telemetry.Traces
+	if t.Protocol != "" {
+		p.oneOf("telemetry.traces.protocol", t.Protocol, "http/protobuf", "grpc")
+	}
+	if r := t.SampleRatio; !(r >= 0 && r <= 1) {
+		p.add("telemetry.traces.sample_ratio", "must be between 0 and 1")
+	}
+	if t.Endpoint != "" && strings.Contains(t.Endpoint, "://") {
+		if u, err := url.Parse(t.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add("telemetry.traces.endpoint", "must be an http:// or https:// URL, or host:port")
+		}
+	}
+	for name := range t.Headers {
+		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+			p.add("telemetry.traces.headers", "%q is not a header name", name)
+		}
+	}
 }
