@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aigateway/gateway/internal/audit"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/spend"
 	"github.com/go-chi/chi/v5"
@@ -87,6 +88,9 @@ func mustNew(t testing.TB, o Options) *API {
 	if o.Uploads == nil {
 		o.Uploads = struct{ UploadService }{}
 	}
+	if o.Audit == nil {
+		o.Audit = struct{ audit.Store }{}
+	}
 	api, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +116,7 @@ func TestNewRequiresEveryService(t *testing.T) {
 	if err == nil {
 		t.Fatal("New accepted Options without services")
 	}
-	for _, name := range []string{"Catalog", "Workspaces", "Keys", "ProviderKeys", "Spend", "SpendGuard", "Files", "FileReader"} {
+	for _, name := range []string{"Catalog", "Workspaces", "Keys", "ProviderKeys", "Spend", "SpendGuard", "Files", "FileReader", "Audit"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("%q does not name the missing %s", err, name)
 		}

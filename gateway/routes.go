@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/gateway/accesslog"
+	"github.com/aigateway/gateway/internal/audit"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/limits"
 	"github.com/go-chi/chi/v5"
@@ -47,6 +48,10 @@ type Options struct {
 	FileReader FileReader
 	// Uploads serves the resumable upload routes.
 	Uploads UploadService
+	// Audit serves GET /audit. The entries themselves are written by the
+	// stores behind the management services, with the actor the
+	// management routes put in the request's context.
+	Audit audit.Store
 	// Limits are the per-request rate limits; nil when the configuration
 	// turns them off (the only optional dependency).
 	Limits         *RateLimits
@@ -88,6 +93,7 @@ type API struct {
 	files        FileService
 	reader       FileReader
 	uploads      UploadService
+	audit        audit.Store
 	limits       *RateLimits
 	registry     *prometheus.Registry
 	ready        map[string]ReadyCheck
@@ -110,7 +116,7 @@ func New(o Options) (*API, error) {
 		{"Log", o.Log != nil}, {"Auth", o.Auth != nil}, {"Catalog", o.Catalog != nil},
 		{"Workspaces", o.Workspaces != nil}, {"Keys", o.Keys != nil}, {"ProviderKeys", o.ProviderKeys != nil},
 		{"Spend", o.Spend != nil}, {"SpendGuard", o.SpendGuard != nil}, {"Files", o.Files != nil},
-		{"FileReader", o.FileReader != nil}, {"Uploads", o.Uploads != nil},
+		{"FileReader", o.FileReader != nil}, {"Uploads", o.Uploads != nil}, {"Audit", o.Audit != nil},
 	} {
 		if !dep.set {
 			missing = append(missing, dep.name)
@@ -144,6 +150,7 @@ func New(o Options) (*API, error) {
 		files:         o.Files,
 		reader:        o.FileReader,
 		uploads:       o.Uploads,
+		audit:         o.Audit,
 		limits:        o.Limits,
 		registry:      reg,
 		ready:         o.ReadyChecks,
@@ -219,6 +226,7 @@ func (a *API) router() *chi.Mux {
 
 			r.Group(func(r chi.Router) {
 				r.Use(requireManagement(a.log))
+				r.Use(a.actAs)
 				r.Post(apiPrefix+"/workspaces", a.keyed(a.createWorkspace))
 				r.Get(apiPrefix+"/workspaces", a.keyed(a.listWorkspaces))
 				r.Get(apiPrefix+"/workspaces/{id}", a.keyed(a.getWorkspace))
@@ -239,6 +247,7 @@ func (a *API) router() *chi.Mux {
 				r.Patch(apiPrefix+"/byok/{id}", a.keyed(a.updateProviderKey))
 				r.Delete(apiPrefix+"/byok/{id}", a.keyed(a.deleteProviderKey))
 				r.Get(apiPrefix+"/activity", a.keyed(a.activity))
+				r.Get(apiPrefix+"/audit", a.keyed(a.auditLog))
 			})
 
 			// Uploads are limited by a class of their own (and by the upload

@@ -139,6 +139,7 @@ func (a *App) build(ctx context.Context) error {
 		Files:           a.files,
 		FileReader:      svc.reader,
 		Uploads:         svc.uploads,
+		Audit:           a.rt.store,
 		Limits:          lims.requests,
 		Registry:        a.registry,
 		TrustedProxies:  a.rt.Config.Server.TrustedPrefixes(),
