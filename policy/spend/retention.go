@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/aigateway/gateway/internal/retention"
 )
 
 // RawRetention is how long a raw report is kept after it arrived: a day
@@ -24,7 +26,8 @@ type Pruner interface {
 
 // Retention deletes raw reports older than RawRetention, in batches small
 // enough that each transaction holds the database's writer a few
-// milliseconds, letting the reports being recorded in between.
+// milliseconds, letting the reports being recorded in between (see
+// retention.Loop, which does the work).
 type Retention struct {
 	Store Pruner
 	// Batch bounds the reports deleted a transaction (default 1,000).
@@ -38,55 +41,16 @@ type Retention struct {
 	now   func() time.Time
 }
 
-// Prune deletes, batch after batch, every raw report older than
-// RawRetention, and returns how many it deleted.
-func (r *Retention) Prune(ctx context.Context) (int, error) {
-	batch := r.Batch
-	if batch <= 0 {
-		batch = 1000
-	}
-	now := time.Now
-	if r.now != nil {
-		now = r.now
-	}
-	cutoff := now().Add(-RawRetention)
-	total := 0
-	for {
-		n, err := r.Store.PruneReports(ctx, cutoff, batch)
-		total += n
-		if err != nil || n < batch {
-			return total, err
-		}
-		pause := r.Pause
-		if pause <= 0 {
-			pause = 10 * time.Millisecond
-		}
-		select {
-		case <-ctx.Done():
-			return total, ctx.Err()
-		case <-time.After(pause):
-		}
+func (r *Retention) loop() *retention.Loop {
+	return &retention.Loop{
+		What: "usage reports", Prune: r.Store.PruneReports, Keep: RawRetention,
+		Batch: r.Batch, Interval: r.Interval, Pause: r.Pause, Log: r.Log, Now: r.now,
 	}
 }
 
+// Prune deletes, batch after batch, every raw report older than
+// RawRetention, and returns how many it deleted.
+func (r *Retention) Prune(ctx context.Context) (int, error) { return r.loop().Pass(ctx) }
+
 // Run prunes every Interval until ctx ends.
-func (r *Retention) Run(ctx context.Context) {
-	interval := r.Interval
-	if interval <= 0 {
-		interval = time.Minute
-	}
-	for {
-		n, err := r.Prune(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if r.Log != nil && (err != nil || n > 0) {
-			r.Log.Info("usage reports past their retention deleted", slog.Int("deleted", n), slog.Any("error", err))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(interval):
-		}
-	}
-}
+func (r *Retention) Run(ctx context.Context) { r.loop().Run(ctx) }
