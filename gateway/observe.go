@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/gateway/accesslog"
+	"github.com/aigateway/gateway/internal/telemetry"
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -22,57 +24,73 @@ type observation struct {
 	access    *accesslog.Writer
 	ids       *requestIDs
 	trusted   []netip.Prefix
+	// traced: traces are on; each request has a server span, which
+	// record names after its route.
+	traced bool
 }
 
 // observe is the outermost middleware: the request's state (see
 // requestState), its id, panic recovery, access log and metrics, in one
 // wrapper. next is the router (its routes answer chi.RouteContext's Routes).
+//
+// With traces on, it also starts the request's server span (see
+// startSpan), child of the caller's traceparent or the root of a new
+// trace, which record names after the route template the router chose.
 func observe(o *observation) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		routes, _ := next.(chi.Routes)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			start := time.Now()
-			r, st := newRequestState(w, r, routes)
-			defer st.release()
-			if id := r.Header.Get("X-Request-Id"); saneRequestID(id) {
-				st.id = id
-			} else {
-				st.newID(o.ids)
-			}
-			st.idHeader[0] = st.id
-			w.Header()["X-Request-Id"] = st.idHeader[:]
-			// The Anthropic SDKs read the id from request-id.
-			w.Header()["Request-Id"] = st.idHeader[:]
+	// Asked when the handler is built: the process turns traces on
+	// before it builds its handlers.
+	o.traced = telemetry.Enabled()
+	return o.observed
+}
 
-			defer func() {
-				if rec := recover(); rec != nil {
-					if rec == http.ErrAbortHandler {
-						// net/http's way to abort a response; not a bug. The
-						// exchange is logged before the abort goes on up: as
-						// 499 when nothing was sent to a client that went
-						// away (a handler beside the API, the console, may
-						// abort without saying why).
-						if !st.w.wrote && r.Context().Err() != nil {
-							st.w.status = statusClientClosedReq
-						}
-						o.record(r, st, start, time.Since(start))
-						panic(rec)
+// observed is observe's wrapper around next.
+func (o *observation) observed(next http.Handler) http.Handler {
+	routes, _ := next.(chi.Routes)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		r, st := newRequestState(w, r, routes)
+		defer st.release()
+		if o.traced {
+			st.startSpan(r)
+		}
+		if id := r.Header.Get("X-Request-Id"); saneRequestID(id) {
+			st.id = id
+		} else {
+			st.newID(o.ids)
+		}
+		st.idHeader[0] = st.id
+		w.Header()["X-Request-Id"] = st.idHeader[:]
+		// The Anthropic SDKs read the id from request-id.
+		w.Header()["Request-Id"] = st.idHeader[:]
+
+		defer func() {
+			if rec := recover(); rec != nil {
+				if rec == http.ErrAbortHandler {
+					// net/http's way to abort a response; not a bug. The
+					// exchange is logged before the abort goes on up: as
+					// 499 when nothing was sent to a client that went
+					// away (a handler beside the API, the console, may
+					// abort without saying why).
+					if !st.w.wrote && r.Context().Err() != nil {
+						st.w.status = statusClientClosedReq
 					}
-					o.log.Error("panic serving request",
-						zap.String("request_id", st.id),
-						zap.Any("panic", rec),
-						zap.ByteString("stack", debug.Stack()))
-					if !st.w.wrote {
-						writeJSON(&st.w, http.StatusInternalServerError, envelope{Error: envelopeError{Code: 500, Message: msgInternal}})
-					} else {
-						st.w.status = http.StatusInternalServerError
-					}
+					o.record(r, st, start, time.Since(start))
+					panic(rec)
 				}
-				o.record(r, st, start, time.Since(start))
-			}()
-			next.ServeHTTP(&st.w, r)
-		})
-	}
+				o.log.Error("panic serving request",
+					zap.String("request_id", st.id),
+					zap.Any("panic", rec),
+					zap.ByteString("stack", debug.Stack()))
+				if !st.w.wrote {
+					writeJSON(&st.w, http.StatusInternalServerError, envelope{Error: envelopeError{Code: 500, Message: msgInternal}})
+				} else {
+					st.w.status = http.StatusInternalServerError
+				}
+			}
+			o.record(r, st, start, time.Since(start))
+		}()
+		next.ServeHTTP(&st.w, r)
+	})
 }
 
 // record writes the access log line and the metrics of one request.
@@ -90,6 +108,10 @@ func (o *observation) record(r *http.Request, st *requestState, start time.Time,
 		}
 	}
 	o.metrics.observe(route, r.Method, st.w.status, elapsed)
+	var span trace.SpanContext
+	if o.traced {
+		span = st.endSpan(r, route, o.client(r))
+	}
 	if !o.accessLog {
 		return
 	}
@@ -107,6 +129,8 @@ func (o *observation) record(r *http.Request, st *requestState, start time.Time,
 		RequestID: st.id,
 		KeyID:     keyID,
 		Client:    o.client(r),
+		TraceID:   span.TraceID(),
+		SpanID:    span.SpanID(),
 	}
 	if o.access != nil {
 		o.access.Log(&e)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // requestState is what the gateway learns of one request on its way through
@@ -46,6 +47,8 @@ type requestState struct {
 	rateLimitBytes  [3 * 20]byte
 	rateLimitValues [3]string
 	rateLimitUsed   bool
+	// span is the request's server span while traces are on.
+	span trace.Span
 }
 
 // idBytesLen holds a made id: the prefix (16 base32 digits and a dash)

@@ -16,7 +16,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/internal/telemetry"
 	"github.com/aigateway/gateway/policy/keys/seal"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.uber.org/zap"
 )
 
@@ -156,6 +158,14 @@ func newClient(d *dialect, opts Options, log *zap.Logger) (*Client, error) {
 		MaxIdleConnsPerHost: 128,
 		WriteBufferSize:     64 << 10,
 	}
+	var transport http.RoundTripper = tr
+	if telemetry.Enabled() {
+		// A client span per call, and the traceparent sent on. The key
+		// travels in a header, which the instrumentation does not record.
+		transport = otelhttp.NewTransport(tr, otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			return d.name + " " + r.Method
+		}))
+	}
 	return &Client{
 		d:           d,
 		filesURL:    *filesURL,
@@ -164,7 +174,7 @@ func newClient(d *dialect, opts Options, log *zap.Logger) (*Client, error) {
 		headers:     headers,
 		timeout:     opts.Timeout,
 		http: &http.Client{
-			Transport: tr,
+			Transport: transport,
 			// Never follow a redirect: the request carries the key, and a
 			// redirect (even to the same host over http) would resend it
 			// somewhere we did not choose. A 3xx is an error.

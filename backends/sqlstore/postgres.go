@@ -151,7 +151,7 @@ func openPostgres(ctx context.Context, dsn string, log *zap.Logger) (*Store, err
 	}
 	cfg.OnPgError = func(_ *pgconn.PgConn, pe *pgconn.PgError) bool { return keepConn(pe) }
 	cfg.DialFunc = dialPostgres
-	db := stdlib.OpenDB(*cfg)
+	db := openConnector(stdlib.GetConnector(*cfg))
 	db.SetMaxOpenConns(pgMaxOpenConns)
 	db.SetMaxIdleConns(pgMaxOpenConns)
 	db.SetConnMaxIdleTime(pgConnMaxIdleTime)

@@ -129,7 +129,7 @@ func openSQLite(ctx context.Context, path string, log *zap.Logger) (*Store, erro
 	}
 
 	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=1", sqliteBusyTimeout.Milliseconds())
-	w, err := sql.Open("sqlite", path+"?"+common+"&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate")
+	w, err := openSQLiteDB(path + "?" + common + "&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open sqlite: %w", err)
 	}
@@ -157,7 +157,7 @@ func openSQLite(ctx context.Context, path string, log *zap.Logger) (*Store, erro
 		return nil, fmt.Errorf("sqlstore: sqlite %s: journal mode is %q, want wal", path, mode)
 	}
 
-	r, err := sql.Open("sqlite", path+"?"+common+"&_query_only=1")
+	r, err := openSQLiteDB(path + "?" + common + "&_query_only=1")
 	if err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("sqlstore: open sqlite: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/aigateway/gateway/cmd/gateway/app"
 	"github.com/aigateway/gateway/configs"
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/internal/audit"
 	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/keys/seal"
@@ -49,6 +50,15 @@ func openRuntime(ctx context.Context, path string, e env) (*app.Runtime, error) 
 	return app.Open(ctx, cfg, app.Env{Getenv: e.getenv, Logs: e.stderr})
 }
 
+// asCommand is ctx carrying the actor of the changes a command makes:
+// Via "cli keys disable", and user, the user it acts for, when the
+// command names one. A command acts with the operator's access to the
+// database, with no key and from no address; the store records a change
+// with no user as its target's owner's, so that user sees it.
+func asCommand(ctx context.Context, command, user string) context.Context {
+	return audit.WithActor(ctx, audit.Actor{UserID: user, Via: "cli " + command})
+}
+
 // listenEnv overrides server.listen from the environment; --listen
 // overrides both.
 const listenEnv = "GATEWAY_LISTEN"
@@ -70,7 +80,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	case e.getenv(listenEnv) != "":
 		cfg.Server.Listen = e.getenv(listenEnv)
 	}
-	rt, err := app.Open(ctx, cfg, app.Env{Getenv: e.getenv, Logs: e.stderr})
+	rt, err := app.Open(ctx, cfg, app.Env{Getenv: e.getenv, Logs: e.stderr, Traces: true})
 	if err != nil {
 		return err
 	}
@@ -149,7 +159,7 @@ func keysCreate(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer rt.Close()
-	token, key, err := rt.CreateKey(ctx, req)
+	token, key, err := rt.CreateKey(asCommand(ctx, "keys create", req.User), req)
 	if err != nil {
 		return err
 	}
@@ -187,7 +197,7 @@ func byokSet(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer rt.Close()
-	err = rt.Keys().SetProviderKey(ctx, *wsID, *provider, secret)
+	err = rt.Keys().SetProviderKey(asCommand(ctx, "byok set", ""), *wsID, *provider, secret)
 	if problems := flagProblems(err); len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}

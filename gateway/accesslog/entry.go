@@ -10,11 +10,13 @@
 package accesslog
 
 import (
+	"encoding/hex"
 	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/aigateway/gateway/internal/jsonobj"
@@ -33,13 +35,17 @@ type Entry struct {
 	RequestID string
 	KeyID     string
 	Client    string
+	// TraceID and SpanID are the request's server span, when traces are
+	// on; zero, the line has neither field.
+	TraceID trace.TraceID
+	SpanID  trace.SpanID
 }
 
 // Fields are the entry's fields as zap logs them: the one definition of the
 // line's content, for a process that logs it through zap (the console
 // format) and for the tests that hold AppendJSON to zap's encoding.
 func (e *Entry) Fields() []zap.Field {
-	return []zap.Field{
+	fields := []zap.Field{
 		zap.String("method", e.Method),
 		zap.String("route", e.Route),
 		zap.Int("status", e.Status),
@@ -49,6 +55,10 @@ func (e *Entry) Fields() []zap.Field {
 		zap.String("key_id", e.KeyID),
 		zap.String("client", e.Client),
 	}
+	if e.TraceID.IsValid() {
+		fields = append(fields, zap.String("trace_id", e.TraceID.String()), zap.String("span_id", e.SpanID.String()))
+	}
+	return fields
 }
 
 // AppendJSON appends the entry's line, newline included, to b:
@@ -77,6 +87,12 @@ func (e *Entry) AppendJSON(b []byte) []byte {
 	b = jsonobj.AppendEscaped(b, e.KeyID)
 	b = append(b, `","client":"`...)
 	b = jsonobj.AppendEscaped(b, e.Client)
+	if e.TraceID.IsValid() {
+		b = append(b, `","trace_id":"`...)
+		b = hex.AppendEncode(b, e.TraceID[:])
+		b = append(b, `","span_id":"`...)
+		b = hex.AppendEncode(b, e.SpanID[:])
+	}
 	return append(b, "\"}\n"...)
 }
 

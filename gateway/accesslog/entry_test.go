@@ -2,7 +2,9 @@ package accesslog
 
 import (
 	"bytes"
+	"go.opentelemetry.io/otel/trace"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +58,10 @@ func TestLineIsZapsLine(t *testing.T) {
 		"invalid utf-8":       with(func(e *Entry) { e.Route = "a\xffb\xc3(c\xe2\x82" }),
 		"unicode":             with(func(e *Entry) { e.KeyID = "ключ-€-𝄞" }),
 		"html is not escaped": with(func(e *Entry) { e.Client = "<a>&'" }),
+		"traced": with(func(e *Entry) {
+			e.TraceID = trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36}
+			e.SpanID = trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7}
+		}),
 	}
 	for name, e := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -92,5 +98,19 @@ func TestAppendJSONAllocatesNothing(t *testing.T) {
 	}
 	if !bytes.HasSuffix(buf, []byte("}\n")) {
 		t.Errorf("line %q", buf)
+	}
+}
+
+// TestTracedLineNamesItsSpan: the ids are written in W3C's lower-case hex,
+// the form a tracing backend searches by; an untraced line has neither.
+func TestTracedLineNamesItsSpan(t *testing.T) {
+	e := Entry{Time: time.Unix(0, 0), TraceID: trace.TraceID{15: 1}, SpanID: trace.SpanID{0: 0xab}}
+	line := string(e.AppendJSON(nil))
+	if !strings.Contains(line, `"trace_id":"00000000000000000000000000000001","span_id":"ab00000000000000"`) {
+		t.Errorf("line %s lacks the ids", line)
+	}
+	e.TraceID, e.SpanID = trace.TraceID{}, trace.SpanID{}
+	if line := string(e.AppendJSON(nil)); strings.Contains(line, "trace_id") {
+		t.Errorf("untraced line %s names a trace", line)
 	}
 }

@@ -33,6 +33,7 @@ import (
 
 	"github.com/aigateway/gateway/backends/storage/remote"
 	"github.com/aigateway/gateway/files/blob"
+	"github.com/aigateway/gateway/internal/telemetry"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -194,8 +195,12 @@ func newBucket(ctx context.Context, cfg Config, log *zap.Logger, backoff retry.B
 			tr.ResponseHeaderTimeout = time.Minute
 			tr.MaxIdleConnsPerHost = 64
 		})
+	var client aws.HTTPClient = hc
+	if telemetry.Enabled() {
+		client = newTracedClient(hc)
+	}
 	opts := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithHTTPClient(hc),
+		awsconfig.WithHTTPClient(client),
 		awsconfig.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = cfg.MaxAttempts
@@ -220,14 +225,17 @@ func newBucket(ctx context.Context, cfg Config, log *zap.Logger, backoff retry.B
 	if awsCfg.Region == "" {
 		return nil, &blob.ConfigError{Field: "s3.region", Problem: "must be set (or AWS_REGION)"}
 	}
-	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+	s3client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		if telemetry.Enabled() {
+			o.APIOptions = append(o.APIOptions, traceOperations(cfg.Bucket))
+		}
 	})
 	b := &Bucket{
-		client: client,
+		client: s3client,
 		cfg:    cfg,
 		bucket: aws.String(cfg.Bucket),
 		bufs:   newBufferPool(cfg.PartSize, cfg.BufferBudget),

@@ -6,6 +6,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,10 +14,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/aigateway/gateway/backends/sqlstore"
 	"github.com/aigateway/gateway/configs"
+	"github.com/aigateway/gateway/internal/telemetry"
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"
@@ -28,6 +31,10 @@ import (
 type Env struct {
 	Getenv func(string) string
 	Logs   io.Writer
+	// Traces turns on the traces the configuration asks for (serve does;
+	// a CLI command's few statements are not worth a collector's wait at
+	// exit).
+	Traces bool
 }
 
 // LoadConfig reads the configuration at path. The default path falls back
@@ -58,6 +65,8 @@ type Runtime struct {
 	store  *sqlstore.Store
 	getenv func(string) string
 	flush  func()
+	// tracing is on while traces are exported; nil when off.
+	tracing *telemetry.Tracing
 	// logs is where the logs go (Env.Logs), for the access log's writer.
 	logs io.Writer
 }
@@ -70,19 +79,70 @@ func Open(ctx context.Context, cfg configs.Config, env Env) (*Runtime, error) {
 		return nil, err
 	}
 	log, flush := NewLogger(cfg.Log, env.Logs)
+	rt := &Runtime{Config: cfg, Log: log, getenv: env.Getenv, flush: flush, logs: env.Logs}
+	if env.Traces {
+		// Before anything that makes spans is built: each asks, once,
+		// whether traces are on.
+		tracing, err := startTraces(ctx, cfg.Telemetry.Traces, env.Getenv, log)
+		if err != nil {
+			flush()
+			return nil, err
+		}
+		rt.tracing = tracing
+	}
 	st, err := sqlstore.Open(ctx, cfg.Metadata.Driver, cfg.Metadata.DSN, log)
 	if err != nil {
+		_ = rt.stopTraces()
 		flush()
 		return nil, fmt.Errorf("open %s metadata store: %w", cfg.Metadata.Driver, err)
 	}
-	return &Runtime{Config: cfg, Log: log, store: st, getenv: env.Getenv, flush: flush, logs: env.Logs}, nil
+	rt.store = st
+	return rt, nil
 }
 
-// Close closes the store and flushes the logs.
+// Close closes the store, exports the last spans and flushes the logs.
 func (rt *Runtime) Close() error {
 	err := rt.store.Close()
+	if terr := rt.stopTraces(); terr != nil {
+		rt.Log.Warn("last spans not exported", zap.Error(terr))
+	}
 	rt.flush()
 	return err
+}
+
+// startTraces turns the configured traces on, logging where they go; off
+// (no endpoint anywhere) it returns nil.
+func startTraces(ctx context.Context, c configs.Traces, getenv func(string) string, log *zap.Logger) (*telemetry.Tracing, error) {
+	var failures atomic.Int64
+	tracing, err := telemetry.Start(ctx, telemetry.Options{
+		Endpoint: c.Endpoint, Protocol: c.Protocol, SampleRatio: c.SampleRatio,
+		Headers: c.Headers, Insecure: c.Insecure, Getenv: getenv,
+		OnError: func(err error) {
+			// An unreachable collector fails every batch: the first
+			// failures say so, then one in a hundred.
+			if n := failures.Add(1); n <= 3 || n%100 == 0 {
+				log.Warn("traces not exported", zap.Int64("failures", n), zap.Error(err))
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("telemetry.traces: %w", err)
+	}
+	if tracing != nil {
+		// The endpoint alone: headers hold tokens.
+		log.Info("traces on", zap.String("endpoint", cmp.Or(c.Endpoint, "from OTEL_EXPORTER_OTLP_*")),
+			zap.Float64("sample_ratio", c.SampleRatio))
+	}
+	return tracing, nil
+}
+
+func (rt *Runtime) stopTraces() error {
+	if rt.tracing == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), telemetry.ShutdownTimeout)
+	defer cancel()
+	return rt.tracing.Shutdown(ctx)
 }
 
 // NewLogger builds the process logger. Lines are buffered (flushed every

@@ -10,9 +10,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"go.uber.org/zap"
+
+	"github.com/aigateway/gateway/internal/telemetry"
 )
 
 // ErrInvalidConfig is wrapped by every error of NewClient.
@@ -132,15 +135,30 @@ func NewClient(o ClientOptions) (goredis.UniversalClient, error) {
 			return nil, err
 		}
 	}
+	var client goredis.UniversalClient
 	switch {
 	case o.URL != "" && len(o.Addrs) > 0:
 		return nil, fmt.Errorf("%w: set either url or addrs, not both", ErrInvalidConfig)
 	case o.URL != "":
-		return newSingleClient(o, tlsConfig)
+		c, err := newSingleClient(o, tlsConfig)
+		if err != nil {
+			return nil, err
+		}
+		client = c
 	case len(o.Addrs) > 0:
-		return newMultiClient(o, tlsConfig), nil
+		client = newMultiClient(o, tlsConfig)
+	default:
+		return nil, fmt.Errorf("%w: neither url nor addrs is set", ErrInvalidConfig)
 	}
-	return nil, fmt.Errorf("%w: neither url nor addrs is set", ErrInvalidConfig)
+	if telemetry.Enabled() {
+		// A client span per command (per script call, mostly), without
+		// its arguments: they name limit keys, which hold key ids.
+		if err := redisotel.InstrumentTracing(client, redisotel.WithDBStatement(false), redisotel.WithCallerEnabled(false)); err != nil {
+			_ = client.Close()
+			return nil, fmt.Errorf("redis: tracing: %w", err)
+		}
+	}
+	return client, nil
 }
 
 func newSingleClient(o ClientOptions, tlsConfig *tls.Config) (goredis.UniversalClient, error) {
