@@ -87,15 +87,24 @@ func Start(ctx context.Context, o Options) (*Tracing, error) {
 	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") || getenv("OTEL_TRACES_EXPORTER") == "none" {
 		return nil, nil
 	}
-	endpoint := o.Endpoint
-	if endpoint == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
+	// The endpoint is resolved here, not left to the exporter, which
+	// reads the process's environment and not Options.Getenv.
+	endpoint, exact := o.Endpoint, false
+	if endpoint == "" {
+		endpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+		if v := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); v != "" {
+			// The signal's own variable is the whole URL, path included.
+			endpoint, exact = v, true
+		}
+	}
+	if endpoint == "" {
 		return nil, nil
 	}
 	protocol := firstOf(o.Protocol, getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), getenv("OTEL_EXPORTER_OTLP_PROTOCOL"), ProtocolHTTP)
 	if o.SampleRatio < 0 || o.SampleRatio > 1 {
 		return nil, fmt.Errorf("telemetry: sample ratio %v is not between 0 and 1", o.SampleRatio)
 	}
-	exporter, err := newExporter(ctx, protocol, endpoint, o)
+	exporter, err := newExporter(ctx, protocol, endpoint, exact, o)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +136,10 @@ func Start(ctx context.Context, o Options) (*Tracing, error) {
 // newExporter makes the OTLP exporter of protocol. Whatever the YAML leaves
 // unset (timeouts, TLS files, compression, headers) the exporter takes from
 // the OTEL_EXPORTER_OTLP_* environment itself.
-func newExporter(ctx context.Context, protocol, endpoint string, o Options) (sdktrace.SpanExporter, error) {
+//
+// An http/protobuf endpoint without a path gets /v1/traces, as OTLP's base
+// endpoint does, unless exact (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).
+func newExporter(ctx context.Context, protocol, endpoint string, exact bool, o Options) (sdktrace.SpanExporter, error) {
 	switch protocol {
 	case ProtocolHTTP:
 		var opts []otlptracehttp.Option
@@ -137,7 +149,7 @@ func newExporter(ctx context.Context, protocol, endpoint string, o Options) (sdk
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 					return nil, fmt.Errorf("telemetry: endpoint %q is not an http(s) URL", endpoint)
 				}
-				if u.Path == "" || u.Path == "/" {
+				if !exact && (u.Path == "" || u.Path == "/") {
 					u.Path = "/v1/traces"
 				}
 				opts = append(opts, otlptracehttp.WithEndpointURL(u.String()))
