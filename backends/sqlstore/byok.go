@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aigateway/gateway/files"
+	"github.com/aigateway/gateway/internal/audit"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 )
@@ -22,7 +23,9 @@ const byokColumns = `id, user_id, workspace_id, provider, name, label, sealed, s
 	sort_order, created_at, updated_at`
 
 // CreateProviderKey stores k. Its workspace must be one of k.UserID's
-// (workspace.ErrNotFound otherwise).
+// (workspace.ErrNotFound otherwise). The creation is recorded in the audit
+// log in the same transaction (provider_key.create, with the key's fields
+// and that a secret was set, never the secret).
 func (s *Store) CreateProviderKey(ctx context.Context, k keys.ProviderKey) (err error) {
 	defer s.classify(&err)
 	id, ok := canonicalUUID(k.ID)
@@ -39,6 +42,12 @@ func (s *Store) CreateProviderKey(ctx context.Context, k keys.ProviderKey) (err 
 		}
 		return s.insertProviderKey(ctx, tx, id, ws, k)
 	})
+}
+
+// recordProviderKeyCreate records the creation of k in tx.
+func (s *Store) recordProviderKeyCreate(ctx context.Context, tx *sql.Tx, k keys.ProviderKey) error {
+	return s.recordChange(ctx, tx, k.UserID, audit.ProviderKeyCreate, k.ID,
+		append(created(providerKeyFields(k)), audit.Secret("key")))
 }
 
 func (s *Store) insertProviderKey(ctx context.Context, tx *sql.Tx, id, ws string, k keys.ProviderKey) error {
@@ -69,7 +78,8 @@ func (s *Store) insertProviderKey(ctx context.Context, tx *sql.Tx, id, ws string
 	if err != nil {
 		return fmt.Errorf("sqlstore: create provider key: %w", err)
 	}
-	return nil
+	k.ID, k.WorkspaceID = id, ws
+	return s.recordProviderKeyCreate(ctx, tx, k)
 }
 
 // ownWorkspace checks that ws is a workspace of userID. A workspace never
@@ -139,7 +149,9 @@ func (s *Store) ListProviderKeys(ctx context.Context, userID string, q keys.Prov
 }
 
 // UpdateProviderKey writes the Set fields of f (the secret from secret)
-// and updated_at to userID's provider key id.
+// and updated_at to userID's provider key id, and records the update in
+// the audit log in the same transaction (provider_key.update, with the old
+// and new value of each field that changed; a new secret only as changed).
 func (s *Store) UpdateProviderKey(ctx context.Context, userID, id string, f keys.ProviderKeyFields, secret *keys.SealedSecret, at time.Time) (_ keys.ProviderKey, err error) {
 	defer s.classify(&err)
 	id, ok := canonicalUUID(id)
@@ -190,49 +202,67 @@ func (s *Store) UpdateProviderKey(ctx context.Context, userID, id string, f keys
 	}
 	var k keys.ProviderKey
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE byok_keys SET `+strings.Join(sets, ", ")+
-			` WHERE id = $1 AND user_id = $2`, args...)
+		old, err := s.lockProviderKey(ctx, tx, userID, id)
 		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE byok_keys SET `+strings.Join(sets, ", ")+
+			` WHERE id = $1 AND user_id = $2`, args...); err != nil {
 			return fmt.Errorf("sqlstore: update provider key: %w", err)
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err != nil {
-				return fmt.Errorf("sqlstore: update provider key: %w", err)
-			}
-			return keys.ErrProviderKeyNotFound
-		}
 		k, err = scanProviderKey(tx.QueryRowContext(ctx, `SELECT `+byokColumns+` FROM byok_keys WHERE id = $1`, id))
-		return err
+		if err != nil {
+			return err
+		}
+		changes := changed(providerKeyFields(old), providerKeyFields(k))
+		if secret != nil {
+			changes = append(changes, audit.Secret("key"))
+		}
+		return s.recordChange(ctx, tx, old.UserID, audit.ProviderKeyUpdate, id, changes)
 	})
+	return k, err
+}
+
+// lockProviderKey returns userID's provider key id, read under the row's
+// lock, or keys.ErrProviderKeyNotFound.
+func (s *Store) lockProviderKey(ctx context.Context, tx *sql.Tx, userID, id string) (keys.ProviderKey, error) {
+	k, err := scanProviderKey(tx.QueryRowContext(ctx, `SELECT `+byokColumns+` FROM byok_keys
+		WHERE id = $1 AND user_id = $2`+s.d.forUpdate, id, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return keys.ProviderKey{}, keys.ErrProviderKeyNotFound
+	}
 	return k, err
 }
 
 type keysList = keys.Optional[[]string]
 
-// DeleteProviderKey removes userID's provider key id.
+// DeleteProviderKey removes userID's provider key id and records it in
+// the audit log in the same transaction (provider_key.delete, with the
+// key's fields as they were).
 func (s *Store) DeleteProviderKey(ctx context.Context, userID, id string) (err error) {
 	defer s.classify(&err)
 	id, ok := canonicalUUID(id)
 	if !ok {
 		return keys.ErrProviderKeyNotFound
 	}
-	res, err := s.w.ExecContext(ctx, `DELETE FROM byok_keys WHERE id = $1 AND user_id = $2`, id, userID)
-	if err != nil {
-		return fmt.Errorf("sqlstore: delete provider key: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		old, err := s.lockProviderKey(ctx, tx, userID, id)
 		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM byok_keys WHERE id = $1`, id); err != nil {
 			return fmt.Errorf("sqlstore: delete provider key: %w", err)
 		}
-		return keys.ErrProviderKeyNotFound
-	}
-	return nil
+		return s.recordChange(ctx, tx, old.UserID, audit.ProviderKeyDelete, id, removed(providerKeyFields(old)))
+	})
 }
 
 // PutProviderKey stores the key `gateway byok set` gives for workspaceID
 // and provider: it replaces the one that command stored before, or is added
 // after the workspace's other keys of the provider. An unknown workspace is
-// workspace.ErrNotFound.
+// workspace.ErrNotFound. Either is recorded in the audit log in the same
+// transaction (provider_key.update or .create, the secret only as changed),
+// shown to the workspace's owner when the actor has no user.
 func (s *Store) PutProviderKey(ctx context.Context, workspaceID, provider string, sealed []byte, label string) (err error) {
 	defer s.classify(&err)
 	ws, ok := canonicalUUID(workspaceID)
@@ -244,12 +274,8 @@ func (s *Store) PutProviderKey(ctx context.Context, workspaceID, provider string
 	}
 	now := micro(s.now())
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE byok_keys SET sealed = $3, label = $4, updated_at = $5
-			WHERE workspace_id = $1 AND provider = $2 AND source = 'cli'`, ws, provider, sealed, label, s.d.ts(now))
-		if err != nil {
-			return fmt.Errorf("sqlstore: put provider key: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n > 0 {
+		replaced, err := s.replaceCLIProviderKeys(ctx, tx, ws, provider, sealed, label, now)
+		if err != nil || len(replaced) > 0 {
 			return err
 		}
 		var owner string
@@ -266,6 +292,41 @@ func (s *Store) PutProviderKey(ctx context.Context, workspaceID, provider string
 			CreatedAt: now,
 		})
 	})
+}
+
+// replaceCLIProviderKeys writes the secret to the keys of provider the CLI
+// stored for workspace ws, records each replacement, and returns their ids.
+func (s *Store) replaceCLIProviderKeys(ctx context.Context, tx *sql.Tx, ws, provider string, sealed []byte, label string, now time.Time) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `UPDATE byok_keys SET sealed = $3, label = $4, updated_at = $5
+		WHERE workspace_id = $1 AND provider = $2 AND source = 'cli' RETURNING id, user_id`,
+		ws, provider, sealed, label, s.d.ts(now))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: put provider key: %w", err)
+	}
+	var ids, owners []string
+	for rows.Next() {
+		var id, owner string
+		if err := rows.Scan(&id, &owner); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlstore: put provider key: %w", err)
+		}
+		if u, err := uuid.Parse(id); err == nil {
+			id = u.String()
+		}
+		ids, owners = append(ids, id), append(owners, owner)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: put provider key: %w", err)
+	}
+	for i, id := range ids {
+		if err := s.recordChange(ctx, tx, owners[i], audit.ProviderKeyUpdate, id,
+			[]audit.Change{audit.Secret("key")}); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
 }
 
 // ProviderKey returns the sealed secret of the key workspaceID's calling

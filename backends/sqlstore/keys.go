@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aigateway/gateway/internal/audit"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
@@ -57,6 +58,11 @@ func (s *Store) CreateKey(ctx context.Context, k keys.APIKey) (err error) {
 // nil and an unexpired record of (idem.UserID, idem.Key) exists, nothing is
 // created and that record is returned; otherwise the record is written in
 // the key's transaction. Concurrent calls with one key create one key.
+//
+// The creation is recorded in the audit log in the same transaction
+// (key.create, with the key's fields; never its secret or hash), shown to
+// the actor's user or, for the CLI, to k.UserID. A replay creates nothing
+// and records nothing.
 func (s *Store) CreateKeyOnce(ctx context.Context, k keys.APIKey, idem *keys.Idempotency) (_ *keys.Idempotency, err error) {
 	defer s.classify(&err)
 	if k.ID == "" || k.UserID == "" {
@@ -123,7 +129,9 @@ func (s *Store) CreateKeyOnce(ctx context.Context, k keys.APIKey, idem *keys.Ide
 		if err != nil {
 			return fmt.Errorf("sqlstore: create key: %w", err)
 		}
-		return nil
+		stored := k
+		stored.WorkspaceID, _ = ws.(string)
+		return s.recordChange(ctx, tx, k.UserID, audit.KeyCreate, k.ID, created(keyFields(stored)))
 	})
 	if err != nil {
 		return nil, err
@@ -220,8 +228,10 @@ func (s *Store) ListKeys(ctx context.Context, userID string, q keys.ListQuery) (
 	return page, nil
 }
 
-// UpdateKey applies u to userID's standard key id, sets updated_at and logs
-// the change, in one transaction.
+// UpdateKey applies u to userID's standard key id, sets updated_at, logs
+// the change and records it in the audit log (key.update, or key.disable /
+// key.enable when disabled switched, with the old and new value of each
+// field that changed), in one transaction.
 func (s *Store) UpdateKey(ctx context.Context, userID, id string, u keys.UpdateRequest, at time.Time) (_ keys.APIKey, err error) {
 	defer s.classify(&err)
 	sets := []string{"updated_at = $3"}
@@ -247,7 +257,8 @@ func (s *Store) UpdateKey(ctx context.Context, userID, id string, u keys.UpdateR
 	}
 	var k keys.APIKey
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := s.lockStandardKey(ctx, tx, userID, id); err != nil {
+		old, err := s.lockStandardKey(ctx, tx, userID, id)
+		if err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET `+strings.Join(sets, ", ")+
@@ -257,81 +268,125 @@ func (s *Store) UpdateKey(ctx context.Context, userID, id string, u keys.UpdateR
 		if err := s.logKeyChange(ctx, tx, id); err != nil {
 			return err
 		}
-		var err error
 		k, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = $1`, id))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.recordChange(ctx, tx, old.UserID, keyUpdateAction(old, k), id, changed(keyFields(old), keyFields(k)))
 	})
 	return k, err
 }
 
-// DeleteKey removes userID's standard key id and logs the change, in one
-// transaction.
+// keyUpdateAction names an update from old to new: key.disable or
+// key.enable when it switched disabled (whatever else it changed, since
+// those are the entries looked for), key.update otherwise.
+func keyUpdateAction(old, new keys.APIKey) audit.Action {
+	switch {
+	case !old.Disabled && new.Disabled:
+		return audit.KeyDisable
+	case old.Disabled && !new.Disabled:
+		return audit.KeyEnable
+	}
+	return audit.KeyUpdate
+}
+
+// DeleteKey removes userID's standard key id, logs the change and records
+// it in the audit log (key.delete, with the key's fields as they were), in
+// one transaction.
 func (s *Store) DeleteKey(ctx context.Context, userID, id string, at time.Time) (err error) {
 	defer s.classify(&err)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := s.lockStandardKey(ctx, tx, userID, id); err != nil {
+		old, err := s.lockStandardKey(ctx, tx, userID, id)
+		if err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE id = $1 AND user_id = $2`, id, userID); err != nil {
 			return fmt.Errorf("sqlstore: delete key: %w", err)
 		}
-		return s.logKeyChange(ctx, tx, id)
+		if err := s.logKeyChange(ctx, tx, id); err != nil {
+			return err
+		}
+		return s.recordChange(ctx, tx, old.UserID, audit.KeyDelete, id, removed(keyFields(old)))
 	})
 }
 
-// lockStandardKey finds userID's key id under the row's lock and refuses
-// one of another role.
-func (s *Store) lockStandardKey(ctx context.Context, tx *sql.Tx, userID, id string) error {
-	var role string
-	err := tx.QueryRowContext(ctx, `SELECT role FROM api_keys WHERE id = $1 AND user_id = $2`+s.d.forUpdate,
-		id, userID).Scan(&role)
+// lockStandardKey returns userID's key id, read under the row's lock, and
+// refuses one of another role.
+func (s *Store) lockStandardKey(ctx context.Context, tx *sql.Tx, userID, id string) (keys.APIKey, error) {
+	k, err := scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = $1 AND user_id = $2`+s.d.forUpdate,
+		id, userID))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return keys.ErrKeyNotFound
+		return keys.APIKey{}, keys.ErrKeyNotFound
 	case err != nil:
-		return fmt.Errorf("sqlstore: find key: %w", err)
-	case keys.Role(role) != keys.RoleStandard:
-		return keys.ErrManagedByCLI
+		return keys.APIKey{}, fmt.Errorf("sqlstore: find key: %w", err)
+	case k.Role != keys.RoleStandard:
+		return keys.APIKey{}, keys.ErrManagedByCLI
 	}
-	return nil
+	return k, nil
+}
+
+// lockKey returns any key id, whatever its role, read under the row's
+// lock; keys.ErrKeyNotFound for no such key.
+func (s *Store) lockKey(ctx context.Context, tx *sql.Tx, id string) (keys.APIKey, error) {
+	k, err := scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = $1`+s.d.forUpdate, id))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return keys.APIKey{}, keys.ErrKeyNotFound
+	case err != nil:
+		return keys.APIKey{}, fmt.Errorf("sqlstore: find key: %w", err)
+	}
+	return k, nil
 }
 
 // SetKeyDisabled disables or enables any key by id, whatever its role (the
-// operator's CLI), and logs the change. keys.ErrKeyNotFound for no such key.
+// operator's CLI), logs the change and records it in the audit log
+// (key.disable or key.enable, shown to the key's user when the actor has
+// none). keys.ErrKeyNotFound for no such key.
 func (s *Store) SetKeyDisabled(ctx context.Context, id string, disabled bool, at time.Time) (err error) {
 	defer s.classify(&err)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET disabled = $2, updated_at = $3 WHERE id = $1`,
-			id, disabled, s.d.ts(micro(at)))
+		old, err := s.lockKey(ctx, tx, id)
 		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET disabled = $2, updated_at = $3 WHERE id = $1`,
+			id, disabled, s.d.ts(micro(at))); err != nil {
 			return fmt.Errorf("sqlstore: disable key: %w", err)
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err != nil {
-				return fmt.Errorf("sqlstore: disable key: %w", err)
-			}
-			return keys.ErrKeyNotFound
+		if err := s.logKeyChange(ctx, tx, id); err != nil {
+			return err
 		}
-		return s.logKeyChange(ctx, tx, id)
+		action := audit.KeyEnable
+		if disabled {
+			action = audit.KeyDisable
+		}
+		var changes []audit.Change
+		if c, ok := audit.Diff("disabled", old.Disabled, disabled); ok {
+			changes = append(changes, c)
+		}
+		return s.recordChange(ctx, tx, old.UserID, action, id, changes)
 	})
 }
 
 // RemoveKey deletes any key by id, whatever its role (the operator's CLI),
-// and logs the change. keys.ErrKeyNotFound for no such key.
+// logs the change and records it in the audit log (key.delete, shown to
+// the key's user when the actor has none). keys.ErrKeyNotFound for no such
+// key.
 func (s *Store) RemoveKey(ctx context.Context, id string, at time.Time) (err error) {
 	defer s.classify(&err)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
+		old, err := s.lockKey(ctx, tx, id)
 		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE id = $1`, id); err != nil {
 			return fmt.Errorf("sqlstore: delete key: %w", err)
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err != nil {
-				return fmt.Errorf("sqlstore: delete key: %w", err)
-			}
-			return keys.ErrKeyNotFound
+		if err := s.logKeyChange(ctx, tx, id); err != nil {
+			return err
 		}
-		return s.logKeyChange(ctx, tx, id)
+		return s.recordChange(ctx, tx, old.UserID, audit.KeyDelete, id, removed(keyFields(old)))
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aigateway/gateway/internal/audit"
 	"github.com/aigateway/gateway/internal/invalid"
 	"github.com/aigateway/gateway/internal/money"
 	"github.com/aigateway/gateway/policy/spend"
@@ -273,7 +274,10 @@ func (s *Store) Budgets(ctx context.Context, workspaceID string) (_ []spend.Budg
 }
 
 // PutBudget creates or replaces b's interval budget under the workspace's
-// row lock, after check accepts it beside the others.
+// row lock, after check accepts it beside the others, and records it in the
+// audit log in the same transaction (budget.set, target the workspace, the
+// interval's old and new limit and include_byok_in_budgets if it changed),
+// shown to the workspace's owner when the actor has no user.
 func (s *Store) PutBudget(ctx context.Context, b spend.Budget, includeBYOK *bool, check func(map[spend.Interval]money.Micros) error) (_ spend.Budget, created bool, err error) {
 	defer s.classify(&err)
 	ws, ok := canonicalUUID(b.WorkspaceID)
@@ -282,8 +286,12 @@ func (s *Store) PutBudget(ctx context.Context, b spend.Budget, includeBYOK *bool
 	}
 	var stored spend.Budget
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM workspaces WHERE id = $1`+s.d.forUpdate, ws).Scan(&one)
+		var (
+			owner   string
+			oldBYOK bool
+		)
+		err := tx.QueryRowContext(ctx, `SELECT created_by, include_byok_in_budgets FROM workspaces WHERE id = $1`+s.d.forUpdate,
+			ws).Scan(&owner, &oldBYOK)
 		if errors.Is(err, sql.ErrNoRows) {
 			return workspace.ErrNotFound
 		}
@@ -330,33 +338,62 @@ func (s *Store) PutBudget(ctx context.Context, b spend.Budget, includeBYOK *bool
 		if err != nil {
 			return fmt.Errorf("sqlstore: put budget: %w", err)
 		}
+		var oldLimit *money.Micros
+		if prior != nil {
+			oldLimit = &prior.Limit
+		}
+		changes := []audit.Change{}
+		if c, ok := audit.Diff(string(b.Interval), oldLimit, b.Limit); ok {
+			changes = append(changes, c)
+		}
 		if includeBYOK != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE workspaces SET include_byok_in_budgets = $2, updated_at = $3
 				WHERE id = $1 AND include_byok_in_budgets <> $2`, ws, *includeBYOK, s.d.ts(micro(b.UpdatedAt))); err != nil {
 				return fmt.Errorf("sqlstore: put budget: %w", err)
 			}
+			if c, ok := audit.Diff("include_byok_in_budgets", oldBYOK, *includeBYOK); ok {
+				changes = append(changes, c)
+			}
 		}
-		return nil
+		return s.recordChange(ctx, tx, owner, audit.BudgetSet, ws, changes)
 	})
 	return stored, created, err
 }
 
-// DeleteBudget removes workspaceID's budget of iv, or spend.ErrNoBudget.
+// DeleteBudget removes workspaceID's budget of iv, or spend.ErrNoBudget,
+// and records it in the audit log in the same transaction (budget.delete,
+// target the workspace, the interval's limit as it was).
 func (s *Store) DeleteBudget(ctx context.Context, workspaceID string, iv spend.Interval) (err error) {
 	defer s.classify(&err)
 	ws, ok := canonicalUUID(workspaceID)
 	if !ok {
 		return spend.ErrNoBudget
 	}
-	res, err := s.w.ExecContext(ctx, `DELETE FROM workspace_budgets WHERE workspace_id = $1 AND reset_interval = $2`, ws, string(iv))
-	if err != nil {
-		return fmt.Errorf("sqlstore: delete budget: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		// The workspace's row lock first, as PutBudget takes it.
+		var owner string
+		err := tx.QueryRowContext(ctx, `SELECT created_by FROM workspaces WHERE id = $1`+s.d.forUpdate, ws).Scan(&owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return spend.ErrNoBudget
+		}
 		if err != nil {
 			return fmt.Errorf("sqlstore: delete budget: %w", err)
 		}
-		return spend.ErrNoBudget
-	}
-	return nil
+		var limit int64
+		err = tx.QueryRowContext(ctx, `SELECT limit_micros FROM workspace_budgets
+			WHERE workspace_id = $1 AND reset_interval = $2`, ws, string(iv)).Scan(&limit)
+		if errors.Is(err, sql.ErrNoRows) {
+			return spend.ErrNoBudget
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: delete budget: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM workspace_budgets WHERE workspace_id = $1 AND reset_interval = $2`,
+			ws, string(iv)); err != nil {
+			return fmt.Errorf("sqlstore: delete budget: %w", err)
+		}
+		old := money.Micros(limit)
+		c, _ := audit.Diff(string(iv), &old, nil)
+		return s.recordChange(ctx, tx, owner, audit.BudgetDelete, ws, []audit.Change{c})
+	})
 }

@@ -362,7 +362,7 @@ func testUsageUpgrade(t *testing.T, b backend) {
 	}
 	now := time.Now().UTC()
 	old := []string{
-		`DROP TABLE usage_totals`, `DROP TABLE usage_rollups`,
+		`DROP TABLE usage_totals`, `DROP TABLE usage_rollups`, `DROP TABLE audit_log`,
 		`CREATE TABLE usage_days (key_id TEXT NOT NULL, day BIGINT NOT NULL, workspace_id TEXT, cost BIGINT NOT NULL,
 			byok_cost BIGINT NOT NULL, PRIMARY KEY (key_id, day))`,
 		`DELETE FROM schema_migrations WHERE version >= 12`,

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/aigateway/gateway/internal/audit"
 	"github.com/aigateway/gateway/workspace"
 )
 
@@ -37,6 +38,11 @@ const workspaceColumns = `id, name, slug, description, default_text_model, defau
 // creates and the others get its record. When the creation fails (slug
 // taken) the record is not kept, so a retry is decided afresh. A zero
 // idem.CreatedAt is set to the store's clock.
+//
+// The creation is recorded in the audit log in the same transaction
+// (workspace.create, with the workspace's fields), shown to the actor's
+// user or, when the actor has none, to w.CreatedBy; a replay records
+// nothing.
 func (s *Store) CreateWorkspace(ctx context.Context, w workspace.Workspace, idem *workspace.Idempotency) (_ *workspace.Idempotency, err error) {
 	defer s.classify(&err)
 	if id, ok := canonicalUUID(w.ID); !ok || id != w.ID {
@@ -80,7 +86,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, w workspace.Workspace, idem
 		if err != nil {
 			return fmt.Errorf("sqlstore: create workspace: %w", err)
 		}
-		return nil
+		return s.recordChange(ctx, tx, w.CreatedBy, audit.WorkspaceCreate, w.ID, created(workspaceFields(w)))
 	})
 	if err != nil {
 		return nil, err
@@ -288,6 +294,12 @@ func (s *Store) ListWorkspaces(ctx context.Context, userID string, offset, limit
 // and returns the workspace as it is. A Set description with a nil Value
 // stores "".
 //
+// The update is recorded in the audit log in the same transaction
+// (workspace.update, with the old and new value of each field that
+// changed). The old values are read after the row is locked (PostgreSQL;
+// on SQLite the one writer), so they are those the UPDATE replaces, even
+// when another update of other fields committed just before.
+//
 // Errors: workspace.ErrNotFound (no such workspace for userID),
 // workspace.ErrSlugTaken (decided by the unique constraint),
 // workspace.ErrDefaultSlug (the slug of the workspace whose slug is
@@ -327,18 +339,25 @@ func (s *Store) UpdateWorkspace(ctx context.Context, userID string, ref workspac
 		if u.Slug.Set && u.Slug.Value != slug && slug == workspace.DefaultSlug {
 			return workspace.ErrDefaultSlug
 		}
-		if len(sets) == 0 {
-			w, err = scanWorkspace(tx.QueryRowContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces WHERE id = $1`, id))
-		} else {
+		old, err := scanWorkspace(tx.QueryRowContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces WHERE id = $1`, id))
+		if err != nil {
+			return fmt.Errorf("sqlstore: update workspace: %w", err)
+		}
+		w = old
+		if len(sets) > 0 {
 			args = append(args, s.d.ts(micro(at)), id)
 			w, err = scanWorkspace(tx.QueryRowContext(ctx, fmt.Sprintf(`UPDATE workspaces SET %s, updated_at = $%d
 				WHERE id = $%d RETURNING `+workspaceColumns, strings.Join(sets, ", "), len(args)-1, len(args)), args...))
-		}
-		if s.d.violation(err) == violationUnique {
-			return workspace.ErrSlugTaken
-		}
-		if err != nil {
-			return fmt.Errorf("sqlstore: update workspace: %w", err)
+			if s.d.violation(err) == violationUnique {
+				return workspace.ErrSlugTaken
+			}
+			if err != nil {
+				return fmt.Errorf("sqlstore: update workspace: %w", err)
+			}
+			if err := s.recordChange(ctx, tx, old.CreatedBy, audit.WorkspaceUpdate, id,
+				changed(workspaceFields(old), workspaceFields(w))); err != nil {
+				return err
+			}
 		}
 		if idem != nil {
 			return s.settleIdempotency(ctx, tx, *idem, w)
@@ -435,6 +454,9 @@ func (s *Store) resolve(ctx context.Context, tx *sql.Tx, userID string, ref work
 // Reserve after finds no workspace. Neither leaves a file in a deleted
 // workspace. Taking the two locks in the uploads' order keeps PostgreSQL
 // from deadlocking them against each other.
+//
+// The deletion is recorded in the audit log in the same transaction
+// (workspace.delete, with the workspace's fields as they were).
 func (s *Store) DeleteWorkspace(ctx context.Context, userID string, ref workspace.Ref) (err error) {
 	defer s.classify(&err)
 	now := micro(s.now())
@@ -475,9 +497,13 @@ func (s *Store) DeleteWorkspace(ctx context.Context, userID string, ref workspac
 				return fmt.Errorf("sqlstore: delete workspace: %s: %w", table, err)
 			}
 		}
+		old, err := scanWorkspace(tx.QueryRowContext(ctx, `SELECT `+workspaceColumns+` FROM workspaces WHERE id = $1`, id))
+		if err != nil {
+			return fmt.Errorf("sqlstore: delete workspace: %w", err)
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM workspaces WHERE id = $1`, id); err != nil {
 			return fmt.Errorf("sqlstore: delete workspace: %w", err)
 		}
-		return nil
+		return s.recordChange(ctx, tx, old.CreatedBy, audit.WorkspaceDelete, id, removed(workspaceFields(old)))
 	})
 }
