@@ -195,12 +195,8 @@ func newBucket(ctx context.Context, cfg Config, log *zap.Logger, backoff retry.B
 			tr.ResponseHeaderTimeout = time.Minute
 			tr.MaxIdleConnsPerHost = 64
 		})
-	var client aws.HTTPClient = hc
-	if telemetry.Enabled() {
-		client = newTracedClient(hc)
-	}
 	opts := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithHTTPClient(client),
+		awsconfig.WithHTTPClient(hc),
 		awsconfig.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = cfg.MaxAttempts
@@ -231,6 +227,9 @@ func newBucket(ctx context.Context, cfg Config, log *zap.Logger, backoff retry.B
 		}
 		o.UsePathStyle = cfg.PathStyle
 		if telemetry.Enabled() {
+			// Over the client the configuration made (with
+			// AWS_CA_BUNDLE's roots, if any).
+			o.HTTPClient = newTracedClient(o.HTTPClient)
 			o.APIOptions = append(o.APIOptions, traceOperations(cfg.Bucket))
 		}
 	})
