@@ -62,6 +62,7 @@ func keysChange(ctx context.Context, verb string, args []string, e env) error {
 		return err
 	}
 	defer rt.Close()
+	ctx = asCommand(ctx, "keys "+verb, "")
 	switch verb {
 	case "delete":
 		err = rt.Keys().Delete(ctx, *id)

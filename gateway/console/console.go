@@ -30,6 +30,8 @@ import (
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/aigateway/gateway/internal/audit"
 )
 
 // Options are what the console needs from the gateway.
@@ -63,6 +65,19 @@ type Options struct {
 	// UploadPartBytes is the size of the parts the Files page sends, at
 	// most the API's largest part. Zero means DefaultUploadPartBytes.
 	UploadPartBytes int64
+	// Audit records the sign-ins, before their sessions are issued: a
+	// sign-in that cannot be recorded does not happen. Nil: sign-ins are
+	// not recorded (a console tested alone).
+	Audit AuditRecorder
+	// ClientAddr is the browser's address as the API's access log names
+	// it (behind trusted proxies, the first untrusted hop), for the
+	// console's own audit entries. Nil: the peer's address.
+	ClientAddr func(*http.Request) string
+}
+
+// AuditRecorder writes an audit entry on its own (the metadata store).
+type AuditRecorder interface {
+	RecordAudit(ctx context.Context, e audit.Entry) error
 }
 
 // SignOuts is the shared record of sessions signed out before they
@@ -82,6 +97,8 @@ type Console struct {
 	ttl      time.Duration
 	firstRun *FirstRun
 	signOuts SignOuts
+	audit    AuditRecorder
+	clientOf func(*http.Request) string
 	log      *slog.Logger
 	pages    *pages
 	assets   *assets
@@ -115,7 +132,7 @@ func New(o Options) (*Console, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		sealer: s, cookies: cookies{trusted: o.TrustedProxies},
-		ttl: o.SessionTTL, firstRun: o.FirstRun, signOuts: o.SignOuts, log: o.Log, pages: p, assets: a,
+		ttl: o.SessionTTL, firstRun: o.FirstRun, signOuts: o.SignOuts, audit: o.Audit, clientOf: o.ClientAddr, log: o.Log, pages: p, assets: a,
 		maxFileBytes: cmp.Or(max(o.MaxFileBytes, 0), DefaultMaxFileBytes),
 		partBytes:    cmp.Or(max(o.UploadPartBytes, 0), DefaultUploadPartBytes),
 	}
@@ -124,6 +141,9 @@ func New(o Options) (*Console, error) {
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.clientOf == nil {
+		c.clientOf = peerAddr
 	}
 	c.routes()
 	return c, nil
@@ -178,6 +198,8 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /console/usage", c.page(c.usage))
 	m.HandleFunc("GET /console/spend", c.page(c.spend))
 	m.HandleFunc("GET /console/spend.csv", c.page(c.spendCSV))
+
+	m.HandleFunc("GET /console/audit", c.page(c.auditLog))
 	m.HandleFunc("/console/", c.notFound)
 	c.mux = m
 }

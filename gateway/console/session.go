@@ -37,6 +37,11 @@ type session struct {
 	// CSRF is the token every state-changing form of this session must
 	// carry; it lives only in the sealed cookie and in the pages.
 	CSRF string `json:"c"`
+	// Hash and User are the key's public id and its user, as the API
+	// answered at sign-in: the actor of the session's sign-out, which is
+	// recorded without asking the API again (the key may no longer work).
+	Hash string `json:"h,omitempty"`
+	User string `json:"u,omitempty"`
 }
 
 // sealer seals sessions with AES-256-GCM under a key derived from the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/client"
+	"github.com/aigateway/gateway/internal/audit"
 )
 
 // home sends the browser where its key can do something: workspaces for a
@@ -100,7 +101,17 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusInternalServerError, "The key could not be checked just now. Try again in a moment.")
 		return
 	}
-	id, err := c.startSession(w, r, key)
+	// Recorded before the session is issued: a sign-in that leaves no
+	// trace does not happen.
+	if c.audit != nil {
+		actor := c.actor(w, r, me.Hash, userOf(me))
+		if err := c.audit.RecordAudit(r.Context(), audit.Entry{Actor: actor, Action: audit.ConsoleSignIn, Target: me.Hash}); err != nil {
+			c.log.Error("console: record sign-in", "err", err)
+			again(http.StatusServiceUnavailable, "Signing in failed: the gateway cannot reach its database. Try again in a moment.")
+			return
+		}
+	}
+	id, err := c.startSession(w, r, key, me)
 	if err != nil {
 		c.log.Error("console: seal session", "err", err)
 		again(http.StatusInternalServerError, "The session could not be started. Try again.")
@@ -111,9 +122,12 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 }
 
 // startSession seals key into the session cookie and returns the
-// session's id.
-func (c *Console) startSession(w http.ResponseWriter, r *http.Request, key string) (string, error) {
+// session's id. me is the API's answer about the key, when there is one.
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, key string, me *whoami) (string, error) {
 	s := session{ID: newToken(), Key: key, Expires: c.sealer.now().Add(c.ttl).Unix(), CSRF: newToken()}
+	if me != nil {
+		s.Hash, s.User = me.Hash, userOf(me)
+	}
 	v, err := c.sealer.seal(s)
 	if err != nil {
 		return "", err
@@ -202,7 +216,9 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 			// Recorded for every replica: a copy of the cookie (another
 			// tab's, or a stolen one) opens nothing any more.
 			if c.signOuts != nil {
-				if err := c.signOuts.SignOut(r.Context(), s.ID, time.Unix(s.Expires, 0)); err != nil {
+				// The store records the sign-out with its actor.
+				ctx := audit.WithActor(r.Context(), c.actor(w, r, s.Hash, s.User))
+				if err := c.signOuts.SignOut(ctx, s.ID, time.Unix(s.Expires, 0)); err != nil {
 					c.log.Error("console: record sign-out", "err", err)
 					c.refuse(w, r, http.StatusServiceUnavailable, "Signing out failed: the gateway cannot reach its database. Try again in a moment.")
 					return
@@ -308,7 +324,10 @@ func (c *Console) firstRunCreate(w http.ResponseWriter, r *http.Request) {
 		c.refuse(w, r, http.StatusGone, firstRunGone)
 		return
 	}
-	secret, err := c.firstRun.create(r.Context())
+	// The key is made, and the link's use recorded, with the browser as
+	// actor; the user is the one the key is made for.
+	ctx := audit.WithActor(r.Context(), c.actor(w, r, "", ""))
+	secret, err := c.firstRun.create(ctx)
 	if errors.Is(err, ErrFirstRunOver) {
 		c.refuse(w, r, http.StatusGone, firstRunGone)
 		return
@@ -319,7 +338,13 @@ func (c *Console) firstRunCreate(w http.ResponseWriter, r *http.Request) {
 		c.refuse(w, r, http.StatusInternalServerError, "The key could not be created. Try the link again.")
 		return
 	}
-	if _, err := c.startSession(w, r, secret); err != nil {
+	// The API's answer about the new key names it in the session, for
+	// the record of its sign-out; without it the session still works.
+	me, err := c.whoami(withClient(r.Context(), r), secret)
+	if err != nil {
+		c.log.Warn("console: read the first key", "err", err)
+	}
+	if _, err := c.startSession(w, r, secret, me); err != nil {
 		c.log.Error("console: seal session", "err", err)
 	}
 	c.render(w, http.StatusCreated, "firstrun", view{Title: "Your management key", Data: firstRunData{Secret: secret}})

@@ -163,6 +163,7 @@ func (c *Console) streamedAction(f pageFunc) http.HandlerFunc { return c.post(f,
 
 func (c *Console) post(f pageFunc, checkToken bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		r = lendVia(r)
 		v := c.begin(w, r, false)
 		if v == nil {
 			return

@@ -23,6 +23,7 @@ import (
 	"github.com/aigateway/gateway/gateway"
 	"github.com/aigateway/gateway/gateway/accesslog"
 	"github.com/aigateway/gateway/gateway/console"
+	"github.com/aigateway/gateway/internal/audit"
 	"github.com/aigateway/gateway/internal/lowprio"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/policy/keys/seal"
@@ -351,6 +352,8 @@ func (a *App) startWorkers(bucket blob.Bucket, svc services) {
 	a.background("revoker", revoker.Run)
 	// Raw usage reports go 36 days after they arrived; the rollups stay.
 	a.background("usage retention", (&spend.Retention{Store: st, Log: slogOf(log)}).Run)
+	// Audit entries go after audit.retention (400 days by default).
+	a.background("audit retention", (&audit.Retention{Store: st, Keep: cfg.Audit.Retention, Log: slogOf(log)}).Run)
 	// A replica decides nothing about spend before it knows the spend: the
 	// first view is read before the listener opens (bounded, so that a
 	// database that hangs does not hang the start), and until one is read

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aigateway/gateway/gateway/console"
+	"github.com/aigateway/gateway/internal/audit"
 	"github.com/aigateway/gateway/policy/keys"
 )
 
@@ -51,6 +52,16 @@ func (a *App) buildConsole(ctx context.Context, api http.Handler, sealingKey []b
 				if exists, err := a.rt.store.AnyKey(ctx); err != nil || exists {
 					return "", cmp.Or(err, console.ErrFirstRunOver)
 				}
+				// The link's use is recorded before the key is made, so a
+				// use that leaves no trace mints nothing (and the link
+				// can be tried again). Both entries are the first user's,
+				// with the browser (ctx's actor) as the acting side.
+				actor := audit.ActorFrom(ctx)
+				actor.UserID = FirstRunUser
+				ctx = audit.WithActor(ctx, actor)
+				if err := a.rt.store.RecordAudit(ctx, audit.Entry{Actor: actor, Action: audit.FirstRunUse, Target: FirstRunUser}); err != nil {
+					return "", err
+				}
 				token, _, err := a.rt.CreateKey(ctx, keys.NewKeyRequest{Name: "first management key (console)", User: FirstRunUser, Role: keys.RoleManagement})
 				return token, err
 			})
@@ -59,7 +70,7 @@ func (a *App) buildConsole(ctx context.Context, api http.Handler, sealingKey []b
 	c, err := console.New(console.Options{
 		API: api, SessionKey: sessionKey, TrustedProxies: cfg.Server.TrustedPrefixes(),
 		SessionTTL: cfg.Console.SessionTTL, FirstRun: firstRun, Log: slogOf(a.rt.Log), SignOuts: a.rt.store,
-		MaxFileBytes: int64(cfg.Limits.MaxFileBytes),
+		MaxFileBytes: int64(cfg.Limits.MaxFileBytes), Audit: a.rt.store, ClientAddr: a.api.ClientAddr,
 	})
 	if err != nil {
 		return err

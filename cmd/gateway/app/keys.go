@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/aigateway/gateway/catalog"
+	"github.com/aigateway/gateway/internal/audit"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,3 +68,6 @@ func canonicalModels(c *catalog.Catalog, ids []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Audit is the record of management actions, as the store keeps it.
+func (rt *Runtime) Audit() audit.Store { return rt.store }
