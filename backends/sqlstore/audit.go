@@ -156,8 +156,16 @@ func (s *Store) AuditEntries(ctx context.Context, q audit.Query) (_ []audit.Entr
 // deleted.
 func (s *Store) PruneAudit(ctx context.Context, cutoff time.Time, limit int) (_ int, err error) {
 	defer s.classify(&err)
-	res, err := s.w.ExecContext(ctx, `DELETE FROM audit_log WHERE id IN
-		(SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)`, s.d.ts(micro(cutoff)), limit)
+	query := `DELETE FROM audit_log WHERE id IN
+		(SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)`
+	if s.d.name == DriverPostgres {
+		// The ids as an array: each is then found by the primary key,
+		// where PostgreSQL may answer IN (subquery) by a hash join over
+		// the whole table.
+		query = `DELETE FROM audit_log WHERE id = ANY(ARRAY(
+			SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2))`
+	}
+	res, err := s.w.ExecContext(ctx, query, s.d.ts(micro(cutoff)), limit)
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: prune audit log: %w", err)
 	}
