@@ -11,6 +11,7 @@ import (
 	"github.com/aigateway/gateway/gateway/accesslog"
 	"github.com/aigateway/gateway/internal/telemetry"
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
@@ -27,6 +28,7 @@ type observation struct {
 	// traced: traces are on; each request has a server span, which
 	// record names after its route.
 	traced bool
+	tracer trace.Tracer
 }
 
 // observe is the outermost middleware: the request's state (see
@@ -40,6 +42,9 @@ func observe(o *observation) func(http.Handler) http.Handler {
 	// Asked when the handler is built: the process turns traces on
 	// before it builds its handlers.
 	o.traced = telemetry.Enabled()
+	if o.traced {
+		o.tracer = otel.Tracer(tracerName)
+	}
 	return o.observed
 }
 
@@ -51,7 +56,7 @@ func (o *observation) observed(next http.Handler) http.Handler {
 		r, st := newRequestState(w, r, routes)
 		defer st.release()
 		if o.traced {
-			st.startSpan(r)
+			st.startSpan(r, o.tracer)
 		}
 		if id := r.Header.Get("X-Request-Id"); saneRequestID(id) {
 			st.id = id

@@ -47,6 +47,7 @@ func TestServerSpanContinuesTheCallersTrace(t *testing.T) {
 	req := httptest.NewRequest("GET", "/api/v1/model/openai/gpt-4o", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Traceparent", caller)
+	req.Header.Set("Tracestate", "vendor=opaque")
 	resp := httptest.NewRecorder()
 	h.ServeHTTP(resp, req)
 	if resp.Code != http.StatusOK {
@@ -67,6 +68,9 @@ func TestServerSpanContinuesTheCallersTrace(t *testing.T) {
 	}
 	if got := s.Parent().SpanID().String(); got != "00f067aa0ba902b7" {
 		t.Errorf("parent span %s, want the caller's", got)
+	}
+	if got := s.SpanContext().TraceState().String(); got != "vendor=opaque" {
+		t.Errorf("tracestate %q, want the caller's", got)
 	}
 	attrs := map[string]string{}
 	for _, a := range s.Attributes() {

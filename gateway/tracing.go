@@ -22,14 +22,46 @@ import (
 // tracerName names the gateway's tracer in the spans' scope.
 const tracerName = "github.com/aigateway/gateway/gateway"
 
-// startSpan starts the request's server span, child of the caller's
-// traceparent if it sent one, as the parent of the request's context.
-func (st *requestState) startSpan(r *http.Request) {
-	ctx := otel.GetTextMapPropagator().Extract(st.ctx.Context, propagation.HeaderCarrier(r.Header))
+// serverKind is the span option of every server span, made once: made per
+// request it is an allocation.
+var serverKind = trace.WithSpanKind(trace.SpanKindServer)
+
+// startSpan starts the request's server span with tracer, child of the
+// caller's traceparent if it sent one, as the parent of the request's
+// context.
+func (st *requestState) startSpan(r *http.Request, tracer trace.Tracer) {
+	ctx := otel.GetTextMapPropagator().Extract(st.ctx.Context, headerCarrier(r.Header))
 	// Named by method until record knows the route template.
-	ctx, st.span = otel.Tracer(tracerName).Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
+	ctx, st.span = tracer.Start(ctx, r.Method, serverKind)
 	st.ctx.Context = ctx
 }
+
+// headerCarrier is propagation.HeaderCarrier without its allocation per
+// lookup: the propagators ask for their fields in lower case, which
+// http.Header.Get canonicalises into a new string every time.
+type headerCarrier http.Header
+
+func (h headerCarrier) Get(key string) string {
+	var v []string
+	switch key {
+	case "traceparent":
+		v = h["Traceparent"]
+	case "tracestate":
+		v = h["Tracestate"]
+	case "baggage":
+		v = h["Baggage"]
+	default:
+		return http.Header(h).Get(key)
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+func (h headerCarrier) Set(key, value string) { http.Header(h).Set(key, value) }
+
+func (h headerCarrier) Keys() []string { return propagation.HeaderCarrier(h).Keys() }
 
 // endSpan names the span after its route, adds the attributes of the
 // exchange, marks a server error, ends it and returns its ids.
