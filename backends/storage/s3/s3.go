@@ -7,7 +7,7 @@
 // is slower than the client. Part buffers come from a budget shared by
 // all uploads of a Bucket, so memory stays bounded however many uploads run:
 // an upload holds at most two buffers, and waits for one when the budget is
-// spent. (The SDK's upload manager buffers part size x concurrency per upload
+// spent. They live outside the Go heap (see bufferPool). (The SDK's upload manager buffers part size x concurrency per upload
 // with no shared bound, which is why it is not used.)
 //
 // A failed multipart upload is aborted with a context of its own, so that a
@@ -17,7 +17,6 @@
 package s3
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -45,7 +44,6 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/semaphore"
 )
 
 // Limits of the S3 API.
@@ -298,13 +296,17 @@ func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, size int64
 	return blob.Object{Key: key, Size: body.N(), ContentType: contentType, Modified: time.Now()}, nil
 }
 
+// put stores data as key in one PutObject. data may be reused once put
+// returns: no request reads it any more (see partReader).
 func (b *Bucket) put(ctx context.Context, key string, data []byte, contentType string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.PartTimeout)
 	defer cancel()
+	body := newPartReader(data)
+	defer body.fence()
 	_, err := b.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        b.bucket,
 		Key:           b.key(key),
-		Body:          bytes.NewReader(data),
+		Body:          body,
 		ContentLength: aws.Int64(int64(len(data))),
 		ContentType:   aws.String(contentType),
 	})
@@ -457,15 +459,19 @@ func (b *Bucket) sendParts(ctx context.Context, key, id string, body *blob.Body,
 
 // uploadPart sends p as part p.num of upload id, with a checksum computed
 // by algo ("" for none: the upload's algorithm, chosen at its creation).
+// p.buf may be reused once it returns: no request reads it any more (see
+// partReader).
 func (b *Bucket) uploadPart(ctx context.Context, key, id string, p part, algo types.ChecksumAlgorithm) (types.CompletedPart, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.PartTimeout)
 	defer cancel()
+	body := newPartReader(p.buf[:p.size])
+	defer body.fence()
 	out, err := b.client.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket:            b.bucket,
 		Key:               b.key(key),
 		UploadId:          aws.String(id),
 		PartNumber:        aws.Int32(p.num),
-		Body:              bytes.NewReader(p.buf[:p.size]),
+		Body:              body,
 		ContentLength:     aws.Int64(int64(p.size)),
 		ChecksumAlgorithm: algo,
 	})
@@ -777,6 +783,7 @@ func (b *Bucket) Close() error {
 	}
 	close(b.stop)
 	<-b.done
+	b.bufs.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if left := b.retryOrphans(ctx); left > 0 {
@@ -788,60 +795,6 @@ func (b *Bucket) Close() error {
 		b.mu.Unlock()
 	}
 	return nil
-}
-
-// bufferPool hands out part buffers within a byte budget shared by all
-// uploads. Buffers are recycled through a sync.Pool, so the budget bounds
-// what is in use, and the garbage collector reclaims idle ones.
-type bufferPool struct {
-	size   int64
-	budget *semaphore.Weighted
-	// idle keeps a few part buffers for reuse. A sync.Pool would be emptied
-	// by every GC and often missed across CPUs, so each upload allocated
-	// fresh 5 MiB buffers and left the old ones as garbage (measured: RSS per
-	// upload swinging past the budget); a small fixed list keeps reuse
-	// reliable while bounding what stays resident when uploads stop.
-	idle  chan []byte
-	inUse atomic.Int64
-	peak  atomic.Int64
-}
-
-// maxIdleBuffers bounds the part buffers kept between uploads: enough for
-// two uploads in flight, little enough to give memory back after a burst.
-const maxIdleBuffers = 4
-
-func newBufferPool(size, budget int64) *bufferPool {
-	idle := min(budget/size, maxIdleBuffers)
-	return &bufferPool{size: size, budget: semaphore.NewWeighted(budget), idle: make(chan []byte, idle)}
-}
-
-// get waits for room in the budget (or for ctx to end).
-func (p *bufferPool) get(ctx context.Context) ([]byte, error) {
-	if err := p.budget.Acquire(ctx, p.size); err != nil {
-		return nil, err
-	}
-	n := p.inUse.Add(p.size)
-	for {
-		old := p.peak.Load()
-		if n <= old || p.peak.CompareAndSwap(old, n) {
-			break
-		}
-	}
-	select {
-	case b := <-p.idle:
-		return b, nil
-	default:
-		return make([]byte, p.size), nil
-	}
-}
-
-func (p *bufferPool) put(b []byte) {
-	select {
-	case p.idle <- b:
-	default: // enough kept; this one goes to the GC
-	}
-	p.inUse.Add(-p.size)
-	p.budget.Release(p.size)
 }
 
 // classify and classifyWrite map this client's errors to the backends

@@ -9,6 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -400,4 +404,80 @@ func TestComposeStreamsWithinTheBudget(t *testing.T) {
 		t.Errorf("%d bytes of part buffers still held after the compose", n)
 	}
 	storagetest.NoLeftovers(t, b, append([]string{"ws/1/f"}, keys...)...)
+}
+
+// A part whose first attempt fails is sent again with the same bytes,
+// whether the server answered before reading the body (net/http may then
+// still be writing it when the SDK returns, and its buffer goes back to
+// the pool) or cut it off half-way; the parts in flight meanwhile keep
+// theirs. The server checks each part's CRC32, and the object is read
+// back.
+func TestFailedPartsAreSentAgainWithTheirBytes(t *testing.T) {
+	srv := testServer(t)
+	for _, tc := range []struct {
+		name string
+		read int64 // bytes of the body read before the failure; -1 none
+	}{
+		{"answered-before-reading", -1},
+		{"cut-mid-body", 3 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target, err := url.Parse(srv.endpoint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			var mu sync.Mutex
+			failed := map[string]bool{} // upload id and part number failed once
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				q := r.URL.Query()
+				if r.Method == http.MethodPut && q.Has("partNumber") {
+					part := q.Get("uploadId") + "/" + q.Get("partNumber")
+					mu.Lock()
+					first := !failed[part]
+					failed[part] = true
+					mu.Unlock()
+					if first {
+						if tc.read > 0 {
+							io.CopyN(io.Discard, r.Body, tc.read)
+						}
+						w.WriteHeader(http.StatusServiceUnavailable)
+						return
+					}
+				}
+				proxy.ServeHTTP(w, r)
+			}))
+			defer front.Close()
+			cfg := srv.config(srv.createBucket(t))
+			cfg.Endpoint = front.URL
+			cfg.BufferBudget = 4 * s3.MinPartSize
+			b, err := s3.NewWithoutBackoff(t.Context(), cfg, zaptest.NewLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			var wg sync.WaitGroup
+			for i := range 2 {
+				wg.Go(func() {
+					data := storagetest.Data(uint64(40+i), 4*s3.MinPartSize+321)
+					key := fmt.Sprintf("ws/1/f%d", i)
+					if _, err := b.Upload(t.Context(), key, storagetest.ChunkedReader(data), -1, blob.UploadOptions{}); err != nil {
+						t.Errorf("Upload %d: %v", i, err)
+						return
+					}
+					storagetest.MustContain(t, b, key, data)
+				})
+			}
+			wg.Wait()
+			mu.Lock()
+			n := len(failed)
+			mu.Unlock()
+			if n != 2*5 {
+				t.Errorf("%d parts failed once, want every part of both uploads (10)", n)
+			}
+			if n := b.BufferBytesInUse(); n != 0 {
+				t.Errorf("%d buffer bytes still held after every upload returned", n)
+			}
+		})
+	}
 }
