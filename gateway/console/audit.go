@@ -118,13 +118,15 @@ func viewAuditEntry(e client.AuditEntry) auditRow {
 	return row
 }
 
-// jsonText shows a recorded value: a string as itself, null as a dash,
-// anything else as its JSON.
+// jsonText shows a recorded value: a string as itself (quoted when
+// empty), null as a dash, anything else as its JSON.
 func jsonText(raw json.RawMessage) string {
 	var s string
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
 		return "—"
+	case string(raw) == `""`:
+		return "“”"
 	case json.Unmarshal(raw, &s) == nil:
 		return s
 	}
