@@ -55,11 +55,15 @@ apt_install() {
 }
 
 # Test servers built from the tools module beside this file, whose go.mod
-# pins their versions: name, module, package of the binary.
+# pins their versions: name, module, package of the binary. The collector's
+# main package is the module's own (./otelcol: the collector's components
+# are chosen in Go, not by a flag), built from the collector release pinned
+# there.
 testenv_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 testenv_tools=(
   "versitygw github.com/versity/versitygw github.com/versity/versitygw/cmd/versitygw"
   "fake-gcs-server github.com/fsouza/fake-gcs-server github.com/fsouza/fake-gcs-server"
+  "otelcol go.opentelemetry.io/collector/otelcol ./otelcol"
 )
 
 # The test servers are built without the compiler's optimizations: that
@@ -71,7 +75,7 @@ testenv_tools=(
 # link_tool_cache ROOT makes ROOT/.testenv/bin, where the test servers'
 # binaries are built once and reused by later runs. A fresh clone links it
 # to a directory under the user's cache, named after the tools module's
-# go.sum, so clones share one build of versitygw and fake-gcs-server
+# go.sum, so clones share one build of the test servers
 # (minutes of compiling on a cold machine) and a change to the pins builds
 # afresh. An existing .testenv/bin (a directory or a link) is left as it
 # is, but for a link whose cache was since removed, which is made again.
@@ -95,7 +99,9 @@ link_tool_cache() {
 }
 
 # tool_exe BIN NAME prints the path of test server NAME's binary in BIN,
-# named after its pinned version so that bumping go.mod builds it afresh.
+# named after its pinned version so that bumping go.mod builds it afresh,
+# and for a main package of this module also after its source, so that
+# changing that builds it afresh too.
 tool_exe() {
   local bin=$1 name=$2 t n module pkg version
   for t in "${testenv_tools[@]}"; do
@@ -105,6 +111,9 @@ tool_exe() {
       if [[ -z $version ]]; then
         echo "testenv: $module is not pinned in $testenv_here/go.mod" >&2
         return 1
+      fi
+      if [[ $pkg == ./* ]]; then
+        version+=-$(cat "$testenv_here/$pkg"/*.go | sha256sum | cut -c1-8)
       fi
       if [[ -n ${TESTENV_OPTIMIZED:-} ]]; then
         echo "$bin/$name@$version"
@@ -119,7 +128,7 @@ tool_exe() {
 }
 
 # build_tools BIN builds the test servers missing from BIN in one go build:
-# they share many dependencies, and one build keeps both cores busy where
+# they share many dependencies (gRPC, protobuf, OpenTelemetry), and one build keeps both cores busy where
 # two in a row would each leave one idle at times (about 40 s of a cold
 # build here). No symbol tables or DWARF: nobody debugs them here, and it
 # shortens the link. The binaries are written to a temporary directory and

@@ -3,6 +3,7 @@
 # Redis (a single server, a Cluster of 3 masters with replicas, a Sentinel
 # group), PostgreSQL, an S3-compatible server (versitygw) and a GCS emulator
 # (fake-gcs-server) — each ephemeral, on a free loopback port, in a temp dir;
+# build the OpenTelemetry Collector that the tracing tests start one of each;
 # find Chromium and axe-core for the console's browser tests (installed if
 # missing);
 # export their addresses (GATEWAY_TEST_*); run CMD; stop them all and remove
@@ -45,6 +46,7 @@ source "$here/redis.sh"
 source "$here/postgres.sh"
 source "$here/s3.sh"
 source "$here/gcs.sh"
+source "$here/otelcol.sh"
 source "$here/chromium.sh"
 source "$here/axe.sh"
 
@@ -66,6 +68,7 @@ start_redis_topologies "$state" # ready in the background, waited for below
 start_postgres "$state"
 start_s3 "$state"
 start_gcs "$state"
+find_otelcol "$state"
 find_chromium
 find_axe "$root"
 wait_redis_topologies
