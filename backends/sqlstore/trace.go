@@ -1,8 +1,10 @@
 package sqlstore
 
 import (
+	"context"
 	"database/sql"
 	"database/sql/driver"
+	"strings"
 
 	"github.com/XSAM/otelsql"
 	"go.opentelemetry.io/otel/attribute"
@@ -22,6 +24,7 @@ import (
 func traceOptions(system attribute.KeyValue) []otelsql.Option {
 	return []otelsql.Option{
 		otelsql.WithAttributes(system),
+		otelsql.WithSpanNameFormatter(spanName),
 		otelsql.WithSpanOptions(otelsql.SpanOptions{
 			OmitConnResetSession: true,
 			OmitConnPrepare:      true,
@@ -29,6 +32,20 @@ func traceOptions(system attribute.KeyValue) []otelsql.Option {
 			DisableErrSkip:       true,
 		}),
 	}
+}
+
+// spanName names a statement's span by its operation, as the semantic
+// conventions ask ("SELECT", "INSERT"), and the others by otelsql's method
+// ("sql.conn.begin_tx", "sql.tx.commit").
+func spanName(_ context.Context, method otelsql.Method, query string) string {
+	if query == "" {
+		return string(method)
+	}
+	op, _, _ := strings.Cut(strings.TrimSpace(query), " ")
+	if op == "" || len(op) > 16 {
+		return string(method)
+	}
+	return strings.ToUpper(op)
 }
 
 // openSQLiteDB is sql.Open for the SQLite driver.
