@@ -18,10 +18,11 @@ import (
 // use are most of the live heap, and the collector lets the heap grow to
 // twice its live size before it runs: every small allocation of the SDK
 // and of the HTTP stack then piles up to as much again as the buffers
-// themselves (measured: 4 uploads of 2 buffers of 5 MiB peaked 79-102 MiB
-// above idle; with mapped buffers 43-49 MiB). Mapped buffers are freed
-// when put back to a full idle list, which is safe because no request
-// can read a buffer once it is back: see partReader.
+// themselves (bench/parts.sh, a 2 GiB file in 64 MiB parts, 4 at a time,
+// so 8 buffers of 5 MiB in use: the gateway peaked 79-81 MiB above idle
+// with buffers on the heap, 43-44 MiB with mapped ones). Mapped buffers
+// are freed when put back to a full idle list, which is safe because no
+// request can read a buffer once it is back: see partReader.
 type bufferPool struct {
 	size   int64
 	budget *semaphore.Weighted
