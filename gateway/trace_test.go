@@ -11,31 +11,19 @@ import (
 
 	"github.com/aigateway/gateway/files/blob"
 	"github.com/aigateway/gateway/gateway/accesslog"
-	"github.com/aigateway/gateway/internal/telemetry"
+	"github.com/aigateway/gateway/internal/telemetry/telemetrytest"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
-
-// traced turns traces on for the test, recording spans in memory, and off
-// again after it.
-func traced(tb testing.TB, sampler sdktrace.Sampler) *tracetest.SpanRecorder {
-	tb.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sampler))
-	tr := telemetry.Install(tp)
-	tb.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	return rec
-}
 
 // TestServerSpanContinuesTheCallersTrace: a request with a traceparent gets
 // a server span in the caller's trace, child of the caller's span, named by
 // the route template (never the raw path, which holds ids), and its access
 // log line names that span.
 func TestServerSpanContinuesTheCallersTrace(t *testing.T) {
-	rec := traced(t, sdktrace.ParentBased(sdktrace.NeverSample()))
+	rec := telemetrytest.Record(t, sdktrace.ParentBased(sdktrace.NeverSample()))
 	token, key, _ := keys.NewKey()
 	var logged bytes.Buffer
 	o := lookupOptions(t, lookupSetup{}, key, nil)
@@ -95,7 +83,7 @@ func TestServerSpanContinuesTheCallersTrace(t *testing.T) {
 // gateway starts a trace; an answer of 5xx sets the span's status to Error,
 // a 4xx (the client's fault) leaves it unset.
 func TestServerSpanStartsATraceAndMarksErrors(t *testing.T) {
-	rec := traced(t, sdktrace.AlwaysSample())
+	rec := telemetrytest.Record(t, sdktrace.AlwaysSample())
 	token, key, _ := keys.NewKey()
 	h := mustNew(t, lookupOptions(t, lookupSetup{}, key, nil)).Handler()
 	for _, path := range []string{"/api/v1/model/openai/gpt-4o", "/api/v1/model/nobody/nothing"} {
@@ -137,7 +125,7 @@ func TestServerSpanStartsATraceAndMarksErrors(t *testing.T) {
 // BenchmarkModelLookupChainTraced: the chain as served with traces on at a
 // sample ratio of 0.01, against BenchmarkModelLookupChain (traces off).
 func BenchmarkModelLookupChainTraced(b *testing.B) {
-	traced(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01)))
+	telemetrytest.Record(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01)))
 	benchmarkLookup(b, lookupSetup{rateLimit: true})
 }
 

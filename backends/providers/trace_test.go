@@ -1,17 +1,15 @@
 package providers_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aigateway/gateway/backends/providers"
-	"github.com/aigateway/gateway/internal/telemetry"
+	"github.com/aigateway/gateway/internal/telemetry/telemetrytest"
 )
 
 // TestCallsCarryTheTrace: with traces on, a call to a provider's Files API
@@ -19,9 +17,7 @@ import (
 // trace in traceparent; the span names the provider and method, and no
 // attribute holds the key.
 func TestCallsCarryTheTrace(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tr := telemetry.Install(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	rec := telemetrytest.Record(t, nil)
 
 	for _, pc := range cases {
 		t.Run(pc.name, func(t *testing.T) {

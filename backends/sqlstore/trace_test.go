@@ -1,15 +1,12 @@
 package sqlstore
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/aigateway/gateway/internal/telemetry"
+	"github.com/aigateway/gateway/internal/telemetry/telemetrytest"
 )
 
 // TestStatementsAreSpansOfTheCallersTrace: with traces on, a Store opened
@@ -17,9 +14,7 @@ import (
 // databases, with the statement's text and the database system but never
 // the statement's arguments.
 func TestStatementsAreSpansOfTheCallersTrace(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tr := telemetry.Install(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	rec := telemetrytest.Record(t, nil)
 	for name, b := range map[string]backend{"sqlite": sqliteBackend(), "postgresql": postgresBackend(t)} {
 		t.Run(name, func(t *testing.T) {
 			s := b.store(t)

@@ -1,18 +1,15 @@
 package gcs_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aigateway/gateway/backends/storage/gcs"
 	"github.com/aigateway/gateway/files/blob"
-	"github.com/aigateway/gateway/internal/telemetry"
+	"github.com/aigateway/gateway/internal/telemetry/telemetrytest"
 	"github.com/aigateway/gateway/internal/testenv"
 )
 
@@ -22,9 +19,7 @@ import (
 // trace.
 func TestCallsAreSpansOfTheCallersTrace(t *testing.T) {
 	endpoint := testenv.Require(t, testenv.GCSEndpointVar)
-	rec := tracetest.NewSpanRecorder()
-	tr := telemetry.Install(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	rec := telemetrytest.Record(t, nil)
 	b := newBucket(t, gcs.Config{Bucket: createBucket(t, endpoint), Endpoint: endpoint})
 
 	ctx, parent := otel.Tracer("test").Start(t.Context(), "request")

@@ -1,18 +1,16 @@
 package s3_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aigateway/gateway/files/blob"
-	"github.com/aigateway/gateway/internal/telemetry"
+	"github.com/aigateway/gateway/internal/telemetry/telemetrytest"
 )
 
 // TestCallsAreSpansOfTheCallersTrace, against a real S3 server: with
@@ -21,9 +19,7 @@ import (
 // span an error.
 func TestCallsAreSpansOfTheCallersTrace(t *testing.T) {
 	srv := testServer(t)
-	rec := tracetest.NewSpanRecorder()
-	tr := telemetry.Install(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	rec := telemetrytest.Record(t, nil)
 	b := newBucket(t, srv.config(srv.createBucket(t)))
 
 	ctx, parent := otel.Tracer("test").Start(t.Context(), "request")

@@ -1,16 +1,13 @@
 package redis
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/aigateway/gateway/internal/telemetry"
+	"github.com/aigateway/gateway/internal/telemetry/telemetrytest"
 	"github.com/aigateway/gateway/internal/testenv"
 	"github.com/aigateway/gateway/policy/limits"
 )
@@ -20,9 +17,7 @@ import (
 // caller's span, naming the database system but not the command's
 // arguments (limit keys hold key ids).
 func TestDecisionsAreSpansOfTheCallersTrace(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tr := telemetry.Install(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	rec := telemetrytest.Record(t, nil)
 	c, err := NewClient(ClientOptions{URL: testenv.RedisURL(t), Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
