@@ -27,12 +27,14 @@ import (
 // nothing, while the caller's sampled decision is followed. Export goes
 // over OTLP/HTTP; a second gateway exports over gRPC.
 func TestTracesReachACollector(t *testing.T) {
+	t.Parallel() // it mostly waits: for processes to start, for spans to arrive
 	col := testenv.StartCollector(t)
 	endpoint := testenv.Require(t, testenv.S3EndpointVar)
 	bin := buildGatewayBinary(t)
 
 	for _, protocol := range []string{"http/protobuf", "grpc"} {
 		t.Run(protocol, func(t *testing.T) {
+			t.Parallel()
 			cfg := fleetConfig(t)
 			fileConfigureS3(t, &cfg, endpoint, testenv.Require(t, testenv.S3AccessKeyVar), testenv.Require(t, testenv.S3SecretKeyVar))
 			cfg.Telemetry.Traces = configs.Traces{Endpoint: col.HTTPEndpoint, Protocol: protocol, SampleRatio: 0}
