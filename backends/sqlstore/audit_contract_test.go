@@ -25,10 +25,7 @@ import (
 // subtest on a fresh database of each.
 func TestAuditContract(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, b backend)
-	}{
+	tests := []contractCase{
 		{"Keys", testAuditKeys},
 		{"Keys/CLI", testAuditKeysCLI},
 		{"Keys/ReplayRecordsNothing", testAuditKeyReplay},
@@ -43,21 +40,7 @@ func TestAuditContract(t *testing.T) {
 		{"FailedWriteChangesNothing", testAuditFailedWrite},
 		{"OutageIsUnavailable", testAuditOutage},
 	}
-	for _, be := range []struct {
-		name string
-		get  func(testing.TB) backend
-	}{{"SQLite", func(testing.TB) backend { return sqliteBackend() }}, {"Postgres", postgresBackend}} {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			b := be.get(t)
-			for _, tt := range tests {
-				t.Run(tt.name, func(t *testing.T) {
-					t.Parallel()
-					tt.run(t, b)
-				})
-			}
-		})
-	}
+	runOnBothDatabases(t, tests)
 }
 
 // apiActor is alice's management key acting over the API.

@@ -17,28 +17,11 @@ import (
 // lists ask at the same time.
 func TestDefaultWorkspaceContract(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, b backend)
-	}{
+	tests := []contractCase{
 		{"FromFirstKey", testDefaultFromFirstKey},
 		{"ListedForOldKeys", testDefaultListedForOldKeys},
 	}
-	for _, be := range []struct {
-		name string
-		get  func(testing.TB) backend
-	}{{"SQLite", func(testing.TB) backend { return sqliteBackend() }}, {"Postgres", postgresBackend}} {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			b := be.get(t)
-			for _, tt := range tests {
-				t.Run(tt.name, func(t *testing.T) {
-					t.Parallel()
-					tt.run(t, b)
-				})
-			}
-		})
-	}
+	runOnBothDatabases(t, tests)
 }
 
 // serviceWorkspaces resolves a key's workspace through the workspace

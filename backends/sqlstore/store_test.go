@@ -56,6 +56,34 @@ func TestPostgres(t *testing.T) {
 	runContract(t, postgresBackend(t))
 }
 
+// contractCase is one subtest of a contract suite, run on a database of
+// each kind.
+type contractCase struct {
+	name string
+	run  func(t *testing.T, b backend)
+}
+
+// runOnBothDatabases runs every case, in parallel, on SQLite and on
+// PostgreSQL (failing under CI=true when the test servers are missing).
+func runOnBothDatabases(t *testing.T, cases []contractCase) {
+	t.Helper()
+	for _, be := range []struct {
+		name string
+		get  func(testing.TB) backend
+	}{{"SQLite", func(testing.TB) backend { return sqliteBackend() }}, {"Postgres", postgresBackend}} {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			b := be.get(t)
+			for _, tt := range cases {
+				t.Run(tt.name, func(t *testing.T) {
+					t.Parallel()
+					tt.run(t, b)
+				})
+			}
+		})
+	}
+}
+
 func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

@@ -21,10 +21,7 @@ import (
 // each subtest on a fresh database of each.
 func TestUploadContract(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, b backend)
-	}{
+	tests := []contractCase{
 		{"Create/RoundTrip", testUploadRoundTrip},
 		{"Create/Quota", testUploadQuota},
 		{"Create/PendingLimit", testUploadPendingLimit},
@@ -45,21 +42,7 @@ func TestUploadContract(t *testing.T) {
 		{"Sweep/OldRows", testUploadSweepRows},
 		{"Tally", testUploadTally},
 	}
-	for _, be := range []struct {
-		name string
-		get  func(testing.TB) backend
-	}{{"SQLite", func(testing.TB) backend { return sqliteBackend() }}, {"Postgres", postgresBackend}} {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			b := be.get(t)
-			for _, tt := range tests {
-				t.Run(tt.name, func(t *testing.T) {
-					t.Parallel()
-					tt.run(t, b)
-				})
-			}
-		})
-	}
+	runOnBothDatabases(t, tests)
 }
 
 // uploadTTL is the uploads' lifetime in these tests (uploads.ttl's default).

@@ -23,10 +23,7 @@ import (
 // beside runContract's: each subtest on a fresh database of each.
 func TestUsageContract(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, b backend)
-	}{
+	tests := []contractCase{
 		{"Served", testUsageServed},
 		{"ReplayConflict", testUsageReplayConflict},
 		{"StandingsFeed", testUsageStandingsFeed},
@@ -37,21 +34,7 @@ func TestUsageContract(t *testing.T) {
 		{"Digest", testUsageDigest},
 		{"TotalsMadeDuringIngest", testUsageTotalsMadeDuringIngest},
 	}
-	for _, be := range []struct {
-		name string
-		get  func(testing.TB) backend
-	}{{"SQLite", func(testing.TB) backend { return sqliteBackend() }}, {"Postgres", postgresBackend}} {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			b := be.get(t)
-			for _, tt := range tests {
-				t.Run(tt.name, func(t *testing.T) {
-					t.Parallel()
-					tt.run(t, b)
-				})
-			}
-		})
-	}
+	runOnBothDatabases(t, tests)
 }
 
 // rollupRow is a row of usage_rollups as the tests read it back.
