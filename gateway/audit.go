@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/aigateway/gateway/internal/audit"
 	"github.com/aigateway/gateway/policy/keys"
-	"github.com/go-chi/chi/v5"
 )
 
 // actAs runs the management routes with their caller as the actor of the
@@ -49,12 +49,7 @@ func (a *API) actAs(next http.Handler) http.Handler {
 // never the raw path: an entry names the route, not the ids in it (the
 // target says which).
 func routeTemplate(r *http.Request) string {
-	if rc := chi.RouteContext(r.Context()); rc != nil {
-		if p := rc.RoutePattern(); p != "" {
-			return p
-		}
-	}
-	return r.URL.Path
+	return cmp.Or(routePattern(r), r.URL.Path)
 }
 
 // ClientAddr is the client's address of r as the access log names it

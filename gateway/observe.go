@@ -100,18 +100,7 @@ func (o *observation) observed(next http.Handler) http.Handler {
 
 // record writes the access log line and the metrics of one request.
 func (o *observation) record(r *http.Request, st *requestState, start time.Time, elapsed time.Duration) {
-	route := cmp.Or(st.mount, "unmatched")
-	if rc := chi.RouteContext(r.Context()); rc != nil {
-		// The routes are flat, so one pattern is the whole route; joining
-		// (RoutePattern) would allocate on every request.
-		switch len(rc.RoutePatterns) {
-		case 0:
-		case 1:
-			route = rc.RoutePatterns[0]
-		default:
-			route = rc.RoutePattern()
-		}
-	}
+	route := cmp.Or(routePattern(r), st.mount, "unmatched")
 	o.metrics.observe(route, r.Method, st.w.status, elapsed)
 	var span trace.SpanContext
 	if o.traced {
@@ -195,4 +184,23 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// routePattern is the route template the router matched for r
+// ("/api/v1/keys/{hash}"), or "" before routing or when none matched.
+func routePattern(r *http.Request) string {
+	rc := chi.RouteContext(r.Context())
+	if rc == nil {
+		return ""
+	}
+	// The routes are flat, so one pattern is the whole route; joining
+	// (RoutePattern) would allocate on every request.
+	switch len(rc.RoutePatterns) {
+	case 0:
+		return ""
+	case 1:
+		return rc.RoutePatterns[0]
+	default:
+		return rc.RoutePattern()
+	}
 }
