@@ -582,13 +582,22 @@ func (e *fileEnv) residue() []string {
 	if e.fsDir != "" {
 		// Every regular file under the root must be a listed object: a
 		// temporary file anywhere (in .tmp or not) is a leftover.
+		// A composed object's segments are files of the directory its
+		// link names.
 		objs, _ := e.bucket.List(ctx, "")
+		segmentDirs := map[string]bool{}
+		for _, o := range objs {
+			if target, err := os.Readlink(filepath.Join(e.fsDir, filepath.FromSlash(o))); err == nil {
+				segmentDirs[path.Join(path.Dir(o), target)] = true
+			}
+		}
 		err := filepath.WalkDir(e.fsDir, func(p string, d iofs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
 			rel, _ := filepath.Rel(e.fsDir, p)
-			if !slices.Contains(objs, filepath.ToSlash(rel)) {
+			rel = filepath.ToSlash(rel)
+			if !slices.Contains(objs, rel) && !segmentDirs[path.Dir(rel)] {
 				problems = append(problems, "file left in the fs root: "+rel)
 			}
 			return nil

@@ -15,6 +15,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -582,4 +584,77 @@ func TestResumableUploadPartCutOff(t *testing.T) {
 		t.Fatalf("complete = %d %s", status, raw)
 	}
 	e.wantStored(t, ws, m["file"].(map[string]any)["id"].(string), "paper.pdf", "application/pdf", data)
+}
+
+// TestResumableUploadLinkedOnFS: on the fs backend, parts of 32 MiB or more
+// become the file without a copy (their files are linked into it) and
+// smaller ones between them are copied; the file reads whole and across
+// every seam, and its delete leaves nothing of it.
+func TestResumableUploadLinkedOnFS(t *testing.T) {
+	cfg := fileTestConfig(t)
+	cfg.Files.Downloadable = true
+	cfg.Storage.Backend = "fs"
+	cfg.Storage.FS.Dir = filepath.Join(t.TempDir(), "files")
+	cfg.Limits.WorkspaceStorageBytes = 1 << 30
+	cfg.Limits.MaxFileBytes = 100 << 20
+	e := newFileEnv(t, cfg)
+	key, ws := e.standardKey(t, "uploader")
+	before := e.state(t)
+
+	sizes := []int{33 << 20, 1 << 20, 32 << 20, 1000}
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	data := filePDF(total)
+	id := e.createUpload(t, key, "recording.pdf", "application/pdf", total)
+	ids := make([]string, len(sizes))
+	off := 0
+	for i, n := range sizes {
+		status, m, raw := e.sendPart(t, key, id, data[off:off+n])
+		if status != http.StatusOK {
+			t.Fatalf("part %d = %d %s", i, status, raw)
+		}
+		ids[i], _ = m["id"].(string)
+		off += n
+	}
+	sum := md5.Sum(data)
+	status, m, raw := e.uploadJSON(t, key, uploadsPath+"/"+id+"/complete",
+		fmt.Sprintf(`{"part_ids":%s,"md5":%q}`, partIDs(ids), hex.EncodeToString(sum[:])))
+	if status != http.StatusOK || m["status"] != "completed" {
+		t.Fatalf("complete = %d %s", status, raw)
+	}
+	fileID, _ := m["file"].(map[string]any)["id"].(string)
+	object := filepath.Join(cfg.Storage.FS.Dir, filepath.FromSlash(files.ObjectKey(ws, fileID)))
+	if info, err := os.Lstat(object); err != nil || info.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the file's object is not a composed object: %v, %v", info, err)
+	}
+	e.wantStored(t, ws, fileID, "recording.pdf", "application/pdf", data)
+
+	resp, content := e.g.do(t, "GET", "/api/v1/files/"+fileID+"/content", key, nil, nil)
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(content, data) {
+		t.Fatalf("content = %d, %d bytes; want 200 and the %d bytes sent", resp.StatusCode, len(content), total)
+	}
+	seam := 0
+	for _, n := range sizes[:len(sizes)-1] {
+		seam += n
+		rng := fmt.Sprintf("bytes=%d-%d", seam-3, seam+2)
+		resp, content := e.g.do(t, "GET", "/api/v1/files/"+fileID+"/content", key, nil, http.Header{"Range": {rng}})
+		if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(content, data[seam-3:seam+3]) {
+			t.Errorf("range %s across a seam = %d %q", rng, resp.StatusCode, content)
+		}
+	}
+	for _, p := range e.residue() {
+		t.Errorf("left behind: %s", p)
+	}
+
+	resp, _ = e.g.do(t, "DELETE", "/api/v1/files/"+fileID, key, nil, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("delete = %d", resp.StatusCode)
+	}
+	segments, err := os.ReadDir(filepath.Join(cfg.Storage.FS.Dir, ".composed"))
+	if err != nil || len(segments) != 0 {
+		t.Errorf("after the delete .composed holds %d entries (%v), want none", len(segments), err)
+	}
+	e.assertNothingLeft(t, before)
 }

@@ -10,12 +10,11 @@ package fs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"math"
 	"os"
 	"path"
 	"slices"
@@ -51,9 +50,10 @@ type Config struct {
 // concurrent use; concurrent uploads of one key each write their own
 // temporary file and the last rename wins.
 type Bucket struct {
-	root *os.Root
-	dir  string // what root was opened from, to tell when it is gone
-	log  *zap.Logger
+	root    *os.Root
+	dir     string // what root was opened from, to tell when it is gone
+	log     *zap.Logger
+	linkMin int64 // the smallest Compose source linked rather than copied
 }
 
 var (
@@ -74,12 +74,15 @@ func New(cfg Config, log *zap.Logger) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fs: open %s: %w", cfg.Dir, classify(err))
 	}
-	if err := root.Mkdir(tmpDir, dirPerm); err != nil && !errors.Is(err, iofs.ErrExist) {
-		root.Close()
-		return nil, fmt.Errorf("fs: create %s: %w", tmpDir, classify(err))
+	for _, dir := range []string{tmpDir, composedDir} {
+		if err := root.Mkdir(dir, dirPerm); err != nil && !errors.Is(err, iofs.ErrExist) {
+			root.Close()
+			return nil, fmt.Errorf("fs: create %s: %w", dir, classify(err))
+		}
 	}
-	b := &Bucket{root: root, dir: cfg.Dir, log: log}
+	b := &Bucket{root: root, dir: cfg.Dir, log: log, linkMin: linkMinSize}
 	b.removeStaleTemps(time.Now().Add(-staleTempAge))
+	b.removeOrphans(time.Now().Add(-staleTempAge))
 	return b, nil
 }
 
@@ -162,15 +165,32 @@ func (b *Bucket) write(ctx context.Context, key string, fill func(f *os.File) (i
 	if err := f.Close(); err != nil {
 		return 0, classifyWrite(err)
 	}
+	committed, err = b.commit(ctx, tmp, key)
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// commit renames tmp, durable already, to key and makes the name durable.
+// It reports whether tmp was renamed. A composed object it replaces has
+// its segments retired.
+func (b *Bucket) commit(ctx context.Context, tmp, key string) (renamed bool, err error) {
 	// Last chance to honour a cancellation: after the rename the object is
 	// visible.
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return false, err
+	}
+	dir := path.Dir(key)
+	var replaced string // the segment directory of the composed object at key, if one is
+	if info, err := b.root.Lstat(key); err == nil && info.Mode()&iofs.ModeSymlink != 0 {
+		if l, err := b.composedLayout(key); err == nil {
+			replaced = l.dir
+		}
 	}
 	if err := b.rename(tmp, key, dir); err != nil {
-		return 0, classifyWrite(err)
+		return false, classifyWrite(err)
 	}
-	committed = true
 	if err := b.syncDirs(dir); err != nil {
 		// The object is in place but its name may not survive a crash. The
 		// caller will record no metadata for it, so remove it rather than
@@ -178,9 +198,12 @@ func (b *Bucket) write(ctx context.Context, key string, fill func(f *os.File) (i
 		if rerr := b.root.Remove(key); rerr != nil {
 			b.log.Error("fs: cannot remove object after a failed directory sync", zap.String("key", key), zap.Error(rerr))
 		}
-		return 0, classifyWrite(err)
+		return true, classifyWrite(err)
 	}
-	return n, nil
+	if replaced != "" {
+		b.retire(replaced)
+	}
+	return true, nil
 }
 
 // rename moves tmp to key. A Delete of the directory's last object removes
@@ -197,108 +220,9 @@ func (b *Bucket) rename(tmp, key, dir string) error {
 	return err
 }
 
-// composeChunk is how much of a source Compose copies between two looks
-// at ctx: large enough that the kernel copies in big steps, small enough
-// that a cancellation is seen within milliseconds.
-const composeChunk = 32 << 20
-
-// Compose implements blob.Bucket: the sources are copied one after the
-// other into a temporary file, which is then committed as Upload commits
-// its own. The copies are between two *os.File, which Linux does in the
-// kernel (copy_file_range: no bytes through user space, and on file
-// systems that support it, shared extents rather than copies).
-func (b *Bucket) Compose(ctx context.Context, dst string, srcs []string, opts blob.UploadOptions) (blob.Object, error) {
-	if err := blob.ValidateCompose(dst, srcs); err != nil {
-		return blob.Object{}, err
-	}
-	fail := func(err error) (blob.Object, error) {
-		return blob.Object{}, fmt.Errorf("fs: compose %s: %w", dst, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return fail(err)
-	}
-	// Every source is looked at before anything is written, so that a
-	// missing one (the common failure: a part never sent) costs no copy.
-	for _, src := range srcs {
-		if err := ctx.Err(); err != nil {
-			return fail(err)
-		}
-		f, err := b.source(src)
-		if err != nil {
-			return fail(err)
-		}
-		f.Close()
-	}
-	n, err := b.write(ctx, dst, func(f *os.File) (int64, error) {
-		var total int64
-		for _, src := range srcs {
-			n, err := b.copySource(ctx, f, src)
-			total += n
-			if err != nil {
-				return total, err
-			}
-		}
-		return total, nil
-	})
-	if err != nil {
-		return fail(blob.ContextCause(ctx, err))
-	}
-	return blob.Object{Key: dst, Size: n, Modified: time.Now()}, nil
-}
-
-// source opens the source src of a Compose: a regular file, or a
-// *blob.MissingSourceError.
-func (b *Bucket) source(src string) (*os.File, error) {
-	f, err := b.root.Open(src)
-	if err != nil {
-		if err := b.rootOr(classify(err)); !errors.Is(err, blob.ErrNotFound) {
-			return nil, err
-		}
-		return nil, &blob.MissingSourceError{Key: src}
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, classify(err)
-	}
-	if !info.Mode().IsRegular() {
-		f.Close()
-		return nil, &blob.MissingSourceError{Key: src}
-	}
-	return f, nil
-}
-
-// copySource appends the content of src to f, in chunks with a look at
-// ctx between them.
-func (b *Bucket) copySource(ctx context.Context, f *os.File, src string) (int64, error) {
-	in, err := b.source(src)
-	if err != nil {
-		return 0, err
-	}
-	defer in.Close()
-	var total int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return total, err
-		}
-		// CopyN hands f an *io.LimitedReader of an *os.File, which
-		// (*os.File).ReadFrom still copies with copy_file_range.
-		n, err := io.CopyN(f, in, composeChunk)
-		total += n
-		switch {
-		case err == io.EOF:
-			return total, nil
-		case err != nil:
-			return total, err
-		}
-	}
-}
-
 func (b *Bucket) createTemp() (string, *os.File, error) {
-	var rnd [16]byte
 	for range 3 {
-		rand.Read(rnd[:])
-		name := path.Join(tmpDir, hex.EncodeToString(rnd[:])+".part")
+		name := path.Join(tmpDir, randomName()+".part")
 		f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 		if errors.Is(err, iofs.ErrExist) {
 			continue
@@ -340,13 +264,7 @@ func copyBody(ctx context.Context, f *os.File, body *blob.Body) (int64, error) {
 // just created by MkdirAll are durable along with the renamed entry.
 func (b *Bucket) syncDirs(dir string) error {
 	for {
-		d, err := b.root.Open(dir)
-		if err != nil {
-			return err
-		}
-		err = d.Sync()
-		d.Close()
-		if err != nil {
+		if err := b.syncDir(dir); err != nil {
 			return err
 		}
 		if dir == "." {
@@ -354,6 +272,19 @@ func (b *Bucket) syncDirs(dir string) error {
 		}
 		dir = path.Dir(dir)
 	}
+}
+
+// syncDir fsyncs the directory dir: the entries made or renamed in it.
+func (b *Bucket) syncDir(dir string) error {
+	d, err := b.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Open implements blob.Bucket. The returned *os.File reads a complete
@@ -365,20 +296,44 @@ func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("fs: open %s: %w", key, err)
 	}
-	f, err := b.root.Open(key)
+	f, composed, err := b.open(key)
 	if err != nil {
-		return nil, fmt.Errorf("fs: open %s: %w", key, b.rootOr(classify(err)))
+		return nil, fmt.Errorf("fs: open %s: %w", key, err)
+	}
+	if composed {
+		r, err := b.openComposed(key, 0, math.MaxInt64)
+		if err != nil {
+			return nil, fmt.Errorf("fs: open %s: %w", key, err)
+		}
+		return r, nil
+	}
+	return f, nil
+}
+
+// open opens the regular file at key, or reports that key is a composed
+// object (through its link, the open finds its segment directory). A
+// regular file costs the open and one fstat, as it did before composed
+// objects.
+func (b *Bucket) open(key string) (f *os.File, composed bool, err error) {
+	f, err = b.root.Open(key)
+	if err != nil {
+		return nil, false, b.rootOr(classify(err))
 	}
 	info, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("fs: open %s: %w", key, classify(err))
+		return nil, false, classify(err)
 	}
-	if !info.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("fs: open %s: %w", key, blob.ErrNotFound)
+	if info.Mode().IsRegular() {
+		return f, false, nil
 	}
-	return f, nil
+	f.Close()
+	if info.IsDir() {
+		if l, err := b.root.Lstat(key); err == nil && l.Mode()&iofs.ModeSymlink != 0 {
+			return nil, true, nil
+		}
+	}
+	return nil, false, blob.ErrNotFound // a key prefix, or no file of the bucket's
 }
 
 // OpenRange implements blob.Bucket: a seek, then a bounded read of the
@@ -390,11 +345,20 @@ func (b *Bucket) OpenRange(ctx context.Context, key string, offset, length int64
 	if offset < 0 || length < 1 {
 		return nil, fmt.Errorf("fs: open %s: invalid range %d+%d", key, offset, length)
 	}
-	rc, err := b.Open(ctx, key)
-	if err != nil {
-		return nil, err
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("fs: open %s: %w", key, err)
 	}
-	f := rc.(*os.File)
+	f, composed, err := b.open(key)
+	if err != nil {
+		return nil, fmt.Errorf("fs: open %s: %w", key, err)
+	}
+	if composed {
+		r, err := b.openComposed(key, offset, length)
+		if err != nil {
+			return nil, fmt.Errorf("fs: open %s: %w", key, err)
+		}
+		return r, nil
+	}
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("fs: open %s: %w", key, classify(err))
@@ -421,14 +385,21 @@ func (b *Bucket) Stat(ctx context.Context, key string) (blob.Object, error) {
 	if err := ctx.Err(); err != nil {
 		return blob.Object{}, fmt.Errorf("fs: stat %s: %w", key, err)
 	}
-	info, err := b.root.Stat(key)
+	info, err := b.root.Lstat(key)
 	if err != nil {
 		return blob.Object{}, fmt.Errorf("fs: stat %s: %w", key, b.rootOr(classify(err)))
 	}
-	if !info.Mode().IsRegular() {
-		return blob.Object{}, fmt.Errorf("fs: stat %s: %w", key, blob.ErrNotFound)
+	switch {
+	case info.Mode().IsRegular():
+		return blob.Object{Key: key, Size: info.Size(), Modified: info.ModTime()}, nil
+	case info.Mode()&iofs.ModeSymlink != 0:
+		l, err := b.composedLayout(key)
+		if err != nil {
+			return blob.Object{}, fmt.Errorf("fs: stat %s: %w", key, err)
+		}
+		return blob.Object{Key: key, Size: l.size, Modified: info.ModTime()}, nil
 	}
-	return blob.Object{Key: key, Size: info.Size(), Modified: info.ModTime()}, nil
+	return blob.Object{}, fmt.Errorf("fs: stat %s: %w", key, blob.ErrNotFound)
 }
 
 // Delete implements blob.Bucket. Parent directories it empties are
@@ -452,11 +423,20 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	if info.IsDir() {
 		return nil // a key prefix, not an object
 	}
+	var segments string // of a composed object, removed after its link
+	if info.Mode()&iofs.ModeSymlink != 0 {
+		if l, err := b.composedLayout(key); err == nil {
+			segments = l.dir
+		}
+	}
 	if err := b.root.Remove(key); err != nil {
 		if err := classify(err); errors.Is(err, blob.ErrNotFound) {
 			return nil
 		}
 		return fmt.Errorf("fs: delete %s: %w", key, classify(err))
+	}
+	if segments != "" {
+		b.retire(segments)
 	}
 	// Removing a directory that is not empty fails, which ends the climb:
 	// only directories this delete emptied go.
@@ -485,13 +465,23 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]string, error) {
 			return err
 		}
 		if d.IsDir() {
-			if name == tmpDir {
+			if name == tmpDir || name == composedDir {
 				return iofs.SkipDir
 			}
 			return nil
 		}
-		if d.Type().IsRegular() && strings.HasPrefix(name, prefix) {
+		if !strings.HasPrefix(name, prefix) {
+			return nil
+		}
+		switch {
+		case d.Type().IsRegular():
 			keys = append(keys, name)
+		case d.Type()&iofs.ModeSymlink != 0:
+			// A composed object, unless the link is not one of ours
+			// (WalkDir does not follow links).
+			if _, err := b.composedLayout(name); err == nil {
+				keys = append(keys, name)
+			}
 		}
 		return nil
 	})
