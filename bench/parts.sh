@@ -12,7 +12,8 @@
 #
 # 1. fs, every round (`sync` before each, the order rotated round by round):
 #    - gateway: `uploader parts`, each part stored as a file of its own as
-#      it arrives, the completion joining them (a file-to-file copy);
+#      it arrives, the completion joining them (parts of 32 MiB or more
+#      linked into the file, smaller ones copied);
 #    - gateway-md5: the same, the completion carrying the file's md5, which
 #      makes the gateway read the assembled file back;
 #    - sink: bench/sink fed the same bytes as SIZE/PART single uploads of
@@ -28,8 +29,8 @@
 #    objects deleted): the gateway's work without the gateway. Target
 #    gateway >= 0.90x s3parts.
 # 3. The completion alone (seconds, medians): of gateway and of s3parts
-#    (fs: a copy of every byte; s3: server-side copies, no byte through the
-#    gateway), and what md5 adds to it (gateway-md5 - gateway).
+#    (fs: links, and copies of parts under 32 MiB; s3: server-side copies,
+#    no byte through the gateway), and what md5 adds to it (gateway-md5 - gateway).
 # 4. The gateway's memory: its peak RSS (VmHWM, reset with clear_refs
 #    before every gateway round, or, where that is not permitted, the peak
 #    since start) above idle — the lowest RSS seen at rest, read once the
@@ -105,7 +106,7 @@ start_gateway() {
 # clean fs|s3|sink: delete what the uploads stored.
 clean() {
   case $1 in
-    fs) rm -rf "$state/files/ws" "$state/files/up" ;;
+    fs) rm -rf "$state/files/ws" "$state/files/up" "$state/files/.composed/"* ;;
     s3) rm -rf "$state/s3/bench/ws" "$state/s3/bench/up" "$state/s3/bench/direct" ;;
     sink) rm -f "$state/sink/"upload-* ;;
   esac
