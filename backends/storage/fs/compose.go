@@ -88,6 +88,11 @@ func linkTarget(key, dirName string) string {
 // is no object of the bucket: ErrNotFound.
 func (b *Bucket) composedLayout(key string) (layout, error) {
 	target, err := b.root.Readlink(key)
+	if errors.Is(err, syscall.EINVAL) {
+		// Not a link (any more): a regular object replaced the composed
+		// one since the caller looked, or never was one.
+		return layout{}, fmt.Errorf("%w: %s is not a composed object", blob.ErrNotFound, key)
+	}
 	if err != nil {
 		return layout{}, b.rootOr(classify(err))
 	}
@@ -391,8 +396,8 @@ func (b *Bucket) removeOrphans(before time.Time) {
 		switch {
 		case err == nil && l.dir == dir:
 			continue // in use
-		case err == nil, errors.Is(err, blob.ErrNotFound), errors.Is(err, syscall.EINVAL):
-			// Another object, none, or a regular file (EINVAL: not a link).
+		case err == nil, errors.Is(err, blob.ErrNotFound):
+			// Another composed object, a regular one, or none.
 		default:
 			b.log.Warn("fs: cannot tell whether composed segments are in use; kept", zap.String("dir", dir), zap.Error(err))
 			continue

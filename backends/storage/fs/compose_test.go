@@ -171,12 +171,20 @@ func TestOrphanedSegmentsRemovedAtStart(t *testing.T) {
 	b := linkedBucket(t, dir)
 	composedFixture(t, b, "ws/1/live")
 	composedFixture(t, b, "ws/1/orphan")
-	live, orphan := b.SegmentDir("ws/1/live"), b.SegmentDir("ws/1/orphan")
+	composedFixture(t, b, "ws/1/replaced")
+	live, orphan, replaced := b.SegmentDir("ws/1/live"), b.SegmentDir("ws/1/orphan"), b.SegmentDir("ws/1/replaced")
 	if err := os.Remove(filepath.Join(dir, "ws/1/orphan")); err != nil { // the link, as a crashed delete leaves it
 		t.Fatal(err)
 	}
+	// A regular file where the link was, as a crashed replacement leaves it.
+	if err := os.Remove(filepath.Join(dir, "ws/1/replaced")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ws/1/replaced"), []byte("plain"), 0o640); err != nil {
+		t.Fatal(err)
+	}
 	old := time.Now().Add(-2 * time.Hour)
-	for _, seg := range []string{live, orphan} {
+	for _, seg := range []string{live, orphan, replaced} {
 		if err := os.Chtimes(filepath.Join(dir, seg), old, old); err != nil {
 			t.Fatal(err)
 		}
@@ -187,8 +195,10 @@ func TestOrphanedSegmentsRemovedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b2.Close()
-	if _, err := os.Stat(filepath.Join(dir, orphan)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("orphaned segments %s still there: %v", orphan, err)
+	for _, seg := range []string{orphan, replaced} {
+		if _, err := os.Stat(filepath.Join(dir, seg)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("orphaned segments %s still there: %v", seg, err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, live)); err != nil {
 		t.Errorf("live segments %s removed: %v", live, err)
