@@ -69,3 +69,20 @@ func TestWriteRemakesARemovedDirectory(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A file where the bucket keeps its own directories stops New with their
+// name, rather than failing every upload later.
+func TestNewRefusesFileInPlaceOfItsDirectories(t *testing.T) {
+	for _, name := range []string{".tmp", ".composed"} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := New(Config{Dir: dir}, zaptest.NewLogger(t)); err == nil || !strings.Contains(err.Error(), name) {
+			if b != nil {
+				b.Close()
+			}
+			t.Errorf("New with a file named %s in the root = %v, want an error naming it", name, err)
+		}
+	}
+}

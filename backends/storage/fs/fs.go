@@ -79,6 +79,12 @@ func New(cfg Config, log *zap.Logger) (*Bucket, error) {
 			root.Close()
 			return nil, fmt.Errorf("fs: create %s: %w", dir, classify(err))
 		}
+		// Something else in its place would fail every upload or
+		// compose later, with less to say why.
+		if info, err := root.Lstat(dir); err != nil || !info.IsDir() {
+			root.Close()
+			return nil, fmt.Errorf("fs: %s in %s is not a directory: move it away", dir, cfg.Dir)
+		}
 	}
 	b := &Bucket{root: root, dir: cfg.Dir, log: log, linkMin: linkMinSize}
 	b.removeStaleTemps(time.Now().Add(-staleTempAge))
