@@ -17,6 +17,7 @@ import (
 	"github.com/aigateway/gateway/files/blob"
 	"github.com/aigateway/gateway/files/sniff"
 	"github.com/aigateway/gateway/internal/invalid"
+	"github.com/aigateway/gateway/internal/outage"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 )
@@ -321,8 +322,11 @@ func (u *Resumable) AddPart(ctx context.Context, ref UploadRef, body io.Reader, 
 	}
 	if err := u.store.AddPart(ctx, ws, part, u.cfg.MaxParts); err != nil {
 		// Completed, cancelled or full since it was read: the part is not
-		// kept, whatever came first.
-		u.removeObjects(ctx, part.ObjectKey)
+		// kept, whatever came first. A row that may have been written
+		// keeps its object; the sweeper removes it if no row names it.
+		if !errors.Is(err, outage.ErrOutcomeUnknown) {
+			u.removeObjects(ctx, part.ObjectKey)
+		}
 		if errors.Is(err, ErrPartsExceedUpload) && invalid.Fields(err) == nil {
 			// Parts sent at once passed the check above together; the
 			// store decided which one is too many.
@@ -461,6 +465,9 @@ func (u *Resumable) Complete(ctx context.Context, c CompleteUpload) (UploadState
 		file.Purpose = DefaultPurpose
 	}
 	if err := u.store.CompleteUpload(ctx, ws, rec.ID, file); err != nil {
+		// The file's record may have been written: its object stays,
+		// for the sweeper to remove if no record names it.
+		made = errors.Is(err, outage.ErrOutcomeUnknown)
 		return UploadState{}, err
 	}
 	made = true

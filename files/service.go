@@ -162,6 +162,9 @@ type upload struct {
 
 	written   bool
 	committed bool
+	// keepBytes: the commit's outcome is unknown, so Abort leaves the
+	// stored bytes in place.
+	keepBytes bool
 	done      bool
 	rec       Record
 }
@@ -338,7 +341,17 @@ func (u *upload) Commit(ctx context.Context, purpose Purpose) (Record, error) {
 			// be promised for these bytes.
 			return Record{}, fmt.Errorf("%w: %w", ErrReservationLost, err)
 		}
-		return Record{}, err // the deferred Abort removes the bytes
+		if errors.Is(err, outage.ErrOutcomeUnknown) {
+			// The record may have been written (a failover kept the
+			// commit whose answer was lost): its bytes must stay. If it
+			// was not, the sweeper removes native bytes as an object no
+			// record names; a provider's file stays at the provider.
+			u.keepBytes = true
+			u.s.log.Warn("file record may or may not be stored; its bytes are kept",
+				slog.String("file_id", u.rec.ID), slog.String("workspace_id", u.workspace),
+				slog.String("backend", u.rec.Backend), slog.String("object", u.rec.ObjectKey), slog.Any("error", err))
+		}
+		return Record{}, err // the deferred Abort removes the bytes, unless kept
 	}
 	u.committed = true
 	u.finish(ctx, u.rec.Size)
@@ -354,7 +367,7 @@ func (u *upload) Abort(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if u.stored() {
+	if u.stored() && !u.keepBytes {
 		var err error
 		if u.provider != nil {
 			err = u.provider.Delete(ctx, u.rec.ObjectKey)

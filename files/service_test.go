@@ -3,6 +3,7 @@ package files
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/aigateway/gateway/files/blob"
 	"github.com/aigateway/gateway/files/sniff"
+	"github.com/aigateway/gateway/internal/outage"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/aigateway/gateway/workspace"
 )
@@ -88,6 +90,13 @@ func (r *rig) assertNothingHeld(t *testing.T) {
 	if len(r.openai.files) != 0 {
 		t.Errorf("provider holds %v after a failed upload", r.openai.files)
 	}
+	r.assertNothingReserved(t)
+}
+
+// assertNothingReserved fails t unless no record, reservation or
+// admission is left, whatever the bytes.
+func (r *rig) assertNothingReserved(t *testing.T) {
+	t.Helper()
 	if len(r.store.records) != 0 {
 		t.Errorf("records %v after a failed upload", r.store.records)
 	}
@@ -418,6 +427,32 @@ func TestCommitFailureRemovesTheBytes(t *testing.T) {
 				t.Errorf("provider deletes %v, want the uploaded file", r.openai.deleted)
 			}
 			r.assertNothingHeld(t)
+		})
+	}
+}
+
+// A commit whose answer was lost may have been made: a record may name the
+// bytes, so they stay (the sweeper removes native bytes no record names).
+func TestCommitOfUnknownOutcomeKeepsTheBytes(t *testing.T) {
+	lost := fmt.Errorf("connection reset at COMMIT: %w: %w", outage.ErrOutcomeUnknown, outage.ErrUnavailable)
+	for _, provider := range []string{"", ProviderOpenAI} {
+		t.Run("provider="+provider, func(t *testing.T) {
+			r := newRig(t)
+			r.store.commitErr = lost
+			_, err := r.upload(t.Context(), Params{Key: aliceKey, Provider: provider, Declared: -1}, "a.txt", strings.NewReader(hello))
+			if !errors.Is(err, outage.ErrUnavailable) {
+				t.Fatalf("upload = %v, want the store's failure", err)
+			}
+			if len(r.bucket.deleted) != 0 || len(r.openai.deleted) != 0 {
+				t.Errorf("deleted %v and %v at the provider, want the bytes kept", r.bucket.deleted, r.openai.deleted)
+			}
+			if provider == "" && r.bucket.count() != 1 {
+				t.Errorf("bucket holds %d objects, want the upload's", r.bucket.count())
+			}
+			if provider != "" && len(r.openai.files) != 1 {
+				t.Errorf("provider holds %d files, want the upload's", len(r.openai.files))
+			}
+			r.assertNothingReserved(t)
 		})
 	}
 }

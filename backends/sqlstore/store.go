@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aigateway/gateway/internal/outage"
 	"github.com/aigateway/gateway/policy/keys"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -140,6 +141,11 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
+		if unreachable(err) || s.d.unavailable(err) {
+			// The COMMIT may have reached the server before the
+			// connection failed: the transaction may be durable.
+			return fmt.Errorf("sqlstore: commit: %w: %w", outage.ErrOutcomeUnknown, err)
+		}
 		return fmt.Errorf("sqlstore: commit: %w", err)
 	}
 	return nil
