@@ -137,11 +137,21 @@ func (a *authenticator) authenticateBlocked(r *http.Request, client string, wait
 // comparison, the same 401s. Authorization wins when both are sent, so a
 // second header can never turn a refused key into an accepted one.
 func credentials(r *http.Request) string {
-	if h := r.Header.Get("Authorization"); h != "" {
+	if h := headerValue(r.Header, "Authorization"); h != "" {
 		return h
 	}
-	if k := r.Header.Get("X-Api-Key"); k != "" {
+	if k := headerValue(r.Header, "X-Api-Key"); k != "" {
 		return "Bearer " + k
+	}
+	return ""
+}
+
+// headerValue is h.Get(name) for a name in canonical form: the server
+// stores received headers under canonical names, so the lookup needs no
+// canonicalisation of name on every request.
+func headerValue(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
 	}
 	return ""
 }

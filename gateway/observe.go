@@ -58,7 +58,7 @@ func (o *observation) observed(next http.Handler) http.Handler {
 		if o.traced {
 			st.startSpan(r, o.tracer)
 		}
-		if id := r.Header.Get("X-Request-Id"); saneRequestID(id) {
+		if id := headerValue(r.Header, "X-Request-Id"); saneRequestID(id) {
 			st.id = id
 		} else {
 			st.newID(o.ids)

@@ -143,7 +143,7 @@ func setRateLimitHeadersIn(h http.Header, d limits.Decision, st *requestState) {
 	v[0], v[1], v[2] = s[:i], s[i:j], s[j:]
 	h[canonLimit], h[canonRemaining], h[canonReset] = v[0:1:1], v[1:2:2], v[2:3:3]
 	if d.Allowed {
-		h.Del(hdrRetryAfter)
+		delete(h, hdrRetryAfter) // canonical already: Del would canonicalise it again
 		return
 	}
 	h.Set(hdrRetryAfter, strconv.FormatInt(max(ceilSeconds(d.RetryAfter), 1), 10))

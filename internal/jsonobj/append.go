@@ -25,11 +25,15 @@ func AppendEscaped(b []byte, s string) []byte {
 
 // appendEscaped escapes as encoding/json does when std, as zap does if not.
 func appendEscaped(b []byte, s string, std bool) []byte {
+	safe := &zapSafe
+	if std {
+		safe = &stdSafe
+	}
 	done := 0 // s[:done] is in b
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && (!std || c != '<' && c != '>' && c != '&') {
+			if safe[c] {
 				i++
 				continue
 			}
@@ -70,4 +74,16 @@ func appendEscaped(b []byte, s string, std bool) []byte {
 		done = i
 	}
 	return append(b, s[done:]...)
+}
+
+// zapSafe and stdSafe say which ASCII bytes appendEscaped copies as they
+// are, the zap way and the encoding/json way: one load per byte on the
+// access log's path, where most strings need no escaping at all.
+var zapSafe, stdSafe = safeASCII(false), safeASCII(true)
+
+func safeASCII(std bool) (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\' && (!std || c != '<' && c != '>' && c != '&')
+	}
+	return t
 }
