@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aigateway/gateway/files/blob"
+	"github.com/aigateway/gateway/internal/outage"
 )
 
 func TestOrderParts(t *testing.T) {
@@ -143,5 +144,73 @@ func TestComposeError(t *testing.T) {
 	u := NewResumable(ResumableConfig{}, NewService(Config{}, Deps{}), stateStore{})
 	if err := u.composeError(t.Context(), "w", "u", blob.ErrUnavailable); !errors.Is(err, ErrStorageUnavailable) {
 		t.Errorf("unavailable: %v", err)
+	}
+}
+
+// lostCommitStore holds one pending upload; recording a part or its
+// completion fails with err.
+type lostCommitStore struct {
+	UploadStore
+	rec   UploadRecord
+	parts []UploadPart
+	err   error
+}
+
+func (s lostCommitStore) Upload(context.Context, string, string) (UploadRecord, []UploadPart, error) {
+	return s.rec, s.parts, nil
+}
+
+func (s lostCommitStore) UploadTally(context.Context, string, string) (UploadRecord, PartsTally, error) {
+	return s.rec, PartsTally{Count: len(s.parts)}, nil
+}
+
+func (s lostCommitStore) AddPart(context.Context, string, UploadPart, int) error { return s.err }
+
+func (s lostCommitStore) CompleteUpload(context.Context, string, string, Record) error { return s.err }
+
+// A part or a completion whose record's commit went unanswered keeps its
+// object (the record may exist; the sweeper removes objects no record
+// names); one refused outright leaves nothing.
+func TestResumableKeepsObjectsOfAnUnknownOutcome(t *testing.T) {
+	lost := fmt.Errorf("connection reset at COMMIT: %w: %w", outage.ErrOutcomeUnknown, outage.ErrUnavailable)
+	refused := fmt.Errorf("database down before the commit: %w", outage.ErrUnavailable)
+	pdf := "%PDF-1.7\n" + strings.Repeat("x", 100)
+	for _, tc := range []struct {
+		name string
+		err  error
+		kept bool
+	}{{"unknown", lost, true}, {"refused", refused, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			part := UploadPart{ID: "part_a", UploadID: "upload_u", Bytes: int64(len(pdf)), ObjectKey: PartObjectKey(aliceDefault, "upload_u", "part_a")}
+			if _, err := r.bucket.Upload(t.Context(), part.ObjectKey, strings.NewReader(pdf), part.Bytes, blob.UploadOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			store := lostCommitStore{
+				rec:   UploadRecord{ID: "upload_u", WorkspaceID: aliceDefault, Filename: "a.pdf", MimeType: "application/pdf", Bytes: 2 * part.Bytes, Status: UploadPending},
+				parts: []UploadPart{part},
+				err:   tc.err,
+			}
+			u := NewResumable(ResumableConfig{MaxBytes: 1 << 20, MaxPartBytes: 1 << 20, MaxParts: 10}, r.s, store)
+			ref := UploadRef{Key: aliceKey, ID: "upload_u"}
+
+			before := r.bucket.count()
+			if _, err := u.AddPart(t.Context(), ref, strings.NewReader(pdf), int64(len(pdf)), func() error { return nil }); !errors.Is(err, outage.ErrUnavailable) {
+				t.Fatalf("AddPart = %v, want the store's failure", err)
+			}
+			if got := r.bucket.count() - before; (got == 1) != tc.kept || got > 1 {
+				t.Errorf("AddPart left %d new objects, want kept=%v", got, tc.kept)
+			}
+
+			store.rec.Bytes = part.Bytes
+			u = NewResumable(ResumableConfig{MaxBytes: 1 << 20, MaxPartBytes: 1 << 20, MaxParts: 10}, r.s, store)
+			before = r.bucket.count()
+			if _, err := u.Complete(t.Context(), CompleteUpload{Ref: ref, PartIDs: []string{"part_a"}}); !errors.Is(err, outage.ErrUnavailable) {
+				t.Fatalf("Complete = %v, want the store's failure", err)
+			}
+			if got := r.bucket.count() - before; (got == 1) != tc.kept || got > 1 {
+				t.Errorf("Complete left %d new objects, want kept=%v", got, tc.kept)
+			}
+		})
 	}
 }
