@@ -27,14 +27,15 @@ type authenticator struct {
 func requireKey(authn *authenticator, log *zap.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			k, err := authn.authenticate(r)
+			st := stateOf(r.Context())
+			k, err := authn.authenticate(r, st)
 			if err != nil {
 				writeError(w, r, log, err)
 				return
 			}
 			// Outside observe there is no state to hold the key: the
 			// handlers below then refuse the request (see keyed).
-			if st := stateOf(r.Context()); st != nil {
+			if st != nil {
 				st.key = k
 			}
 			next.ServeHTTP(w, r)
@@ -49,14 +50,23 @@ func requireKey(authn *authenticator, log *zap.Logger) func(http.Handler) http.H
 // Failed attempts are limited per client address: once an address has
 // failed more than RateLimits.AuthFailures allows, it is blocked for as
 // long as the limit says, and its keys are checked by authenticateBlocked.
-func (a *authenticator) authenticate(r *http.Request) (*keys.APIKey, error) {
+//
+// st, when the request has one, carries when the request began, which a
+// timedAuthenticator decides as of instead of reading the clock again.
+func (a *authenticator) authenticate(r *http.Request, st *requestState) (*keys.APIKey, error) {
 	if a.failures != nil && a.failures.any() {
 		client := clientAddr(r, a.trusted).String()
 		if blocked, wait := a.failures.blocked(client); blocked {
 			return a.authenticateBlocked(r, client, wait)
 		}
 	}
-	k, err := a.keys.Authenticate(r.Context(), credentials(r))
+	var k *keys.APIKey
+	var err error
+	if timed, ok := a.keys.(timedAuthenticator); ok && st != nil && !st.start.IsZero() {
+		k, err = timed.AuthenticateAt(r.Context(), credentials(r), st.start)
+	} else {
+		k, err = a.keys.Authenticate(r.Context(), credentials(r))
+	}
 	if err == nil {
 		return k, nil
 	}
@@ -66,6 +76,12 @@ func (a *authenticator) authenticate(r *http.Request) (*keys.APIKey, error) {
 		}
 	}
 	return nil, authError(err)
+}
+
+// timedAuthenticator is an Authenticator that can decide as of a time
+// its caller has read (keys.Authenticator can).
+type timedAuthenticator interface {
+	AuthenticateAt(ctx context.Context, header string, now time.Time) (*keys.APIKey, error)
 }
 
 // cachedAuthenticator is an Authenticator that can also decide from what

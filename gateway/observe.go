@@ -54,6 +54,7 @@ func (o *observation) observed(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		r, st := newRequestState(w, r, routes)
+		st.start = start
 		defer st.release()
 		if o.traced {
 			st.startSpan(r, o.tracer)

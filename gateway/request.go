@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/aigateway/gateway/policy/keys"
@@ -30,6 +31,7 @@ type requestState struct {
 	route *chi.Context
 	w     recorder
 	id    string
+	start time.Time // when observe began the request
 	key   *keys.APIKey
 	body  *bodyClock // nil for a request without a body
 	// mount names the handler mounted beside the API (see API.Guard), for

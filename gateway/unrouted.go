@@ -14,7 +14,7 @@ import (
 func (a *API) unrouted(notThere error) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if strings.HasPrefix(r.URL.Path, apiPrefix+"/") {
-			if _, err := a.authn.authenticate(r); err != nil {
+			if _, err := a.authn.authenticate(r, stateOf(r.Context())); err != nil {
 				return err
 			}
 		}

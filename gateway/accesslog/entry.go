@@ -80,7 +80,7 @@ func (e *Entry) AppendJSON(b []byte) []byte {
 	b = append(b, `,"bytes":`...)
 	b = strconv.AppendInt(b, e.Bytes, 10)
 	b = append(b, `,"duration":`...)
-	b = appendFloat(b, float64(e.Duration)/float64(time.Second))
+	b = appendSeconds(b, e.Duration)
 	b = append(b, `,"request_id":"`...)
 	b = jsonobj.AppendEscaped(b, e.RequestID)
 	b = append(b, `","key_id":"`...)
@@ -94,6 +94,33 @@ func (e *Entry) AppendJSON(b []byte) []byte {
 		b = hex.AppendEncode(b, e.SpanID[:])
 	}
 	return append(b, "\"}\n"...)
+}
+
+// appendSeconds appends d in seconds as appendFloat writes
+// float64(d)/1e9, without the float: under 10^6 s a duration has at most
+// 15 significant digits, so the shortest decimal naming that float is the
+// exact decimal of d's nanoseconds, trailing zeros dropped. Longer (and
+// negative) durations take the float path.
+func appendSeconds(b []byte, d time.Duration) []byte {
+	if d < 0 || d >= 1e6*time.Second {
+		return appendFloat(b, float64(d)/float64(time.Second))
+	}
+	b = strconv.AppendInt(b, int64(d/time.Second), 10)
+	frac := int64(d % time.Second)
+	if frac == 0 {
+		return b
+	}
+	var digits [10]byte
+	digits[0] = '.'
+	for i := 9; i > 0; i-- {
+		digits[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	n := 10
+	for digits[n-1] == '0' {
+		n--
+	}
+	return append(b, digits[:n]...)
 }
 
 // appendFloat is zap's float encoding: NaN and infinities quoted, otherwise

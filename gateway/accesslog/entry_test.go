@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"go.opentelemetry.io/otel/trace"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,24 @@ func TestTracedLineNamesItsSpan(t *testing.T) {
 	e.TraceID, e.SpanID = trace.TraceID{}, trace.SpanID{}
 	if line := string(e.AppendJSON(nil)); strings.Contains(line, "trace_id") {
 		t.Errorf("untraced line %s names a trace", line)
+	}
+}
+
+// appendSeconds writes what zap's float encoding of float64(d)/1e9 writes,
+// for durations of every magnitude a request has and past them.
+func TestAppendSecondsMatchesTheFloat(t *testing.T) {
+	ds := []time.Duration{0, 1, 9, 10, 999, 1000, 123456, time.Millisecond, 1500 * time.Microsecond,
+		time.Second, time.Second + 1, 59*time.Second + 999999999, time.Hour, 999999*time.Second + 999999999,
+		1e6 * time.Second, 1e6*time.Second + 1, -1, -time.Second, 1<<63 - 1}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		ds = append(ds, time.Duration(rng.Int64N(int64(1e6*time.Second))), time.Duration(rng.Int64N(int64(10*time.Second))))
+	}
+	for _, d := range ds {
+		got := string(appendSeconds(nil, d))
+		want := string(appendFloat(nil, float64(d)/float64(time.Second)))
+		if got != want {
+			t.Fatalf("appendSeconds(%d) = %s, want %s", d, got, want)
+		}
 	}
 }

@@ -219,3 +219,25 @@ func TestAllowsModel(t *testing.T) {
 		t.Error("an empty allowlist allows nothing")
 	}
 }
+
+// AuthenticateAt decides as of the time it is given, not the clock's: a
+// key expiring between two such times passes at the first and not at the
+// second, cached or not.
+func TestAuthenticateAtDecidesAsOfItsTime(t *testing.T) {
+	store := &countingStore{keys: map[string]APIKey{}}
+	token, k, _ := NewKey()
+	expires := time.Now().Add(time.Hour)
+	k.UserID, k.Role, k.ExpiresAt = "u1", RoleStandard, &expires
+	store.keys[k.ID] = k
+	a := NewAuthenticator(store, time.Minute)
+	ctx := context.Background()
+	if _, err := a.AuthenticateAt(ctx, "Bearer "+token, expires.Add(-time.Second)); err != nil {
+		t.Fatalf("a second before it expires: %v", err)
+	}
+	if _, err := a.AuthenticateAt(ctx, "Bearer "+token, expires.Add(time.Second)); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("a second after it expires = %v, want ErrInvalidKey", err)
+	}
+	if _, err := a.Authenticate(ctx, "Bearer "+token); err != nil {
+		t.Fatalf("Authenticate now, an hour before it expires: %v", err)
+	}
+}

@@ -25,7 +25,7 @@ type LocalOptions struct {
 // Redis one. It is correct for one replica only: each process counts
 // separately. It is safe for concurrent use and needs no Close.
 type LocalLimiter struct {
-	now     func() time.Time
+	now     func() time.Time // nil: the real clock, read monotonic only
 	epoch   time.Time
 	maxKeys int
 
@@ -37,15 +37,16 @@ var _ BatchLimiter = (*LocalLimiter)(nil)
 
 // NewLocalLimiter returns an empty LocalLimiter.
 func NewLocalLimiter(opts LocalOptions) *LocalLimiter {
-	if opts.Now == nil {
-		opts.Now = time.Now
+	epoch := time.Now()
+	if opts.Now != nil {
+		epoch = opts.Now()
 	}
 	if opts.MaxKeys <= 0 {
 		opts.MaxKeys = DefaultLocalMaxKeys
 	}
 	return &LocalLimiter{
 		now:     opts.Now,
-		epoch:   opts.Now(),
+		epoch:   epoch,
 		maxKeys: opts.MaxKeys,
 		tats:    make(map[string]float64),
 	}
@@ -158,4 +159,11 @@ func (l *LocalLimiter) Len() int {
 	return len(l.tats)
 }
 
-func (l *LocalLimiter) elapsed() float64 { return float64(l.now().Sub(l.epoch)) }
+// elapsed is the time since epoch. On the real clock time.Since reads the
+// monotonic clock alone, half of what time.Now reads, on every decision.
+func (l *LocalLimiter) elapsed() float64 {
+	if l.now == nil {
+		return float64(time.Since(l.epoch))
+	}
+	return float64(l.now().Sub(l.epoch))
+}
