@@ -17,9 +17,17 @@ import (
 // authenticator checks callers' keys, and limits the failures of each
 // client address.
 type authenticator struct {
-	keys     Authenticator
+	keys Authenticator
+	// timed is keys when it can decide as of the request's start (asked
+	// once, when the API is built), else nil.
+	timed    timedAuthenticator
 	failures *authFailureLimit // nil when rate limiting is off
 	trusted  []netip.Prefix
+}
+
+func newAuthenticator(keys Authenticator, trusted []netip.Prefix) *authenticator {
+	timed, _ := keys.(timedAuthenticator)
+	return &authenticator{keys: keys, timed: timed, trusted: trusted}
 }
 
 // requireKey refuses a request without a valid key, and records the key
@@ -62,8 +70,8 @@ func (a *authenticator) authenticate(r *http.Request, st *requestState) (*keys.A
 	}
 	var k *keys.APIKey
 	var err error
-	if timed, ok := a.keys.(timedAuthenticator); ok && st != nil && !st.start.IsZero() {
-		k, err = timed.AuthenticateAt(r.Context(), credentials(r), st.start)
+	if a.timed != nil && st != nil && !st.start.IsZero() {
+		k, err = a.timed.AuthenticateAt(r.Context(), credentials(r), st.start)
 	} else {
 		k, err = a.keys.Authenticate(r.Context(), credentials(r))
 	}

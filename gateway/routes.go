@@ -131,7 +131,7 @@ func New(o Options) (*API, error) {
 	}
 	api := &API{
 		log:   o.Log,
-		authn: &authenticator{keys: o.Auth, trusted: o.TrustedProxies},
+		authn: newAuthenticator(o.Auth, o.TrustedProxies),
 		observation: &observation{
 			log:       o.Log,
 			metrics:   newHTTPMetrics(reg),
