@@ -1,5 +1,6 @@
 // Package fs is the local-directory Bucket: every object is a file under one
-// root directory that the code cannot escape.
+// root directory that the code cannot escape, or, when Compose made it of
+// several, a link to a directory of such files (see compose.go).
 //
 // Durability and atomicity come from the classic sequence: write to a
 // temporary file inside the root (.tmp/), fsync it, rename it into place,
@@ -293,8 +294,9 @@ func (b *Bucket) syncDir(dir string) error {
 	return err
 }
 
-// Open implements blob.Bucket. The returned *os.File reads a complete
-// object even if the key is overwritten or deleted meanwhile.
+// Open implements blob.Bucket. What it returns (an *os.File, or a reader of
+// a composed object's segments, all opened first) reads a complete object
+// even if the key is overwritten or deleted meanwhile.
 func (b *Bucket) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	if err := blob.ValidateKey(key); err != nil {
 		return nil, err
