@@ -3,7 +3,9 @@
 # the real gateway binary on the embedded default, with the workspace's own
 # OpenAI key stored over /byok, to the OpenAI Files API stand-in of
 # backends/providers/providertest run as a process of its own (bench/standin, which
-# streams each upload to a temporary file).
+# streams each upload to a temporary file, or with UPSTREAM=discard parses
+# each as it arrives and keeps none of its bytes: an upstream as fast as the
+# loopback, which shows the gateway's own cost per byte).
 #
 # Every upload is one file of SIZE bytes with a purpose field, sent by
 # bench/uploader with an exact Content-Length. The contenders, rotated every
@@ -23,6 +25,7 @@
 #   ROUNDS=7 SIZE=104857600 PARALLEL=8 bench/forward.sh
 #   OTHER_URL=http://127.0.0.1:8787/v1/files \
 #     OTHER_HEADERS='x-provider: openai;x-upstream: {standin}' bench/forward.sh
+#   UPSTREAM=discard bench/forward.sh
 #   KEEP=1 bench/forward.sh   (keep configs and logs)
 set -euo pipefail
 rounds=${ROUNDS:-5}
@@ -41,8 +44,15 @@ go build -o "$work/standin" ./bench/standin
 go build -o "$work/uploader" ./bench/uploader
 
 # The stand-in keeps what it receives in temporary files: on this disk,
-# not a tmpfs, and deleted after each measurement.
-TMPDIR=$work "$work/standin" -provider openai -files 0 >"$work/standin.url" 2>"$work/standin.log" &
+# not a tmpfs, and deleted after each measurement; or, with
+# UPSTREAM=discard, nothing.
+standin_args=(-provider openai -files 0)
+case ${UPSTREAM:-file} in
+  file) ;;
+  discard) standin_args+=(-discard) ;;
+  *) echo "bench: UPSTREAM is file or discard, not ${UPSTREAM}" >&2; exit 2 ;;
+esac
+TMPDIR=$work "$work/standin" "${standin_args[@]}" >"$work/standin.url" 2>"$work/standin.log" &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$work/standin.url" ] && break; sleep 0.1; done
 standin_url=$(head -n 1 "$work/standin.url")

@@ -1,7 +1,8 @@
 // Command standin serves the OpenAI (or Anthropic) Files API stand-in of
 // backends/providers/providertest as a process of its own, holding -files files, so
 // a load benchmark can point a real gateway at it and read the stand-in's
-// CPU time apart from the gateway's. It prints its base URL (the value for
+// CPU time apart from the gateway's. With -discard it keeps no upload's
+// bytes, so it drains as fast as the connection allows. It prints its base URL (the value for
 // providers.<name>.base_url) on the first line of stdout and serves until
 // it is signalled.
 package main
@@ -24,15 +25,16 @@ import (
 func main() {
 	provider := flag.String("provider", "openai", "openai or anthropic")
 	n := flag.Int("files", 20, "files the stand-in holds")
+	discard := flag.Bool("discard", false, "parse uploads as they arrive and keep none of their bytes")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *provider, *n, os.Stdout); err != nil {
+	if err := run(ctx, *provider, *n, *discard, os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, provider string, n int, stdout io.Writer) error {
+func run(ctx context.Context, provider string, n int, discard bool, stdout io.Writer) error {
 	dir, err := os.MkdirTemp("", "standin-*")
 	if err != nil {
 		return err
@@ -50,6 +52,9 @@ func run(ctx context.Context, provider string, n int, stdout io.Writer) error {
 	}
 	// A load run would otherwise keep every request it made.
 	s.DiscardRequests()
+	if discard {
+		s.DiscardUploads()
+	}
 	for i := range n {
 		s.Seed(providertest.SeedFile{Filename: fmt.Sprintf("f%03d.jsonl", i), Size: 10,
 			Open: func() io.Reader { return strings.NewReader("0123456789") }})

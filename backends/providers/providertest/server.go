@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"mime"
 	"net"
@@ -136,6 +137,7 @@ type knobs struct {
 	uploadsStatus  int    // answer the Uploads resource with this error status
 	stallAfter     int64  // downloads stop after this many bytes (-1: never)
 	stallDownloads bool
+	discardUploads bool // parse uploads as they arrive, keep none of their bytes
 }
 
 // NewOpenAI starts an OpenAI Files API stand-in, closed when the test ends.
@@ -278,6 +280,12 @@ func (s *Server) StallDownloadsAfter(n int64) {
 }
 
 // Reset restores normal behaviour; stored files and recorded requests stay.
+// DiscardUploads makes the stand-in parse each upload's form as it arrives
+// and drop the file's bytes, neither hashing nor keeping them: an upstream
+// that drains as fast as the connection allows, for load benchmarks. The
+// file is still listed, with its size, and its content is not served.
+func (s *Server) DiscardUploads() { s.setKnobs(func(k *knobs) { k.discardUploads = true }) }
+
 func (s *Server) Reset() { s.setKnobs(func(k *knobs) { *k = knobs{stallAfter: -1} }) }
 
 func (s *Server) setKnobs(f func(*knobs)) {
@@ -399,20 +407,25 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, &rec, status, typ, msg)
 		return
 	}
-	tmp, err := os.CreateTemp(s.dir, "upload-*")
-	if err != nil {
-		drain(r)
-		s.fail(w, &rec, http.StatusInternalServerError, "api_error", "stand-in cannot keep the upload: "+err.Error())
-		return
-	}
+	var content io.Writer = io.Discard
+	var sum hash.Hash
 	kept := false
-	defer func() {
-		tmp.Close()
-		if !kept {
-			os.Remove(tmp.Name())
+	if !k.discardUploads {
+		tmp, err := os.CreateTemp(s.dir, "upload-*")
+		if err != nil {
+			drain(r)
+			s.fail(w, &rec, http.StatusInternalServerError, "api_error", "stand-in cannot keep the upload: "+err.Error())
+			return
 		}
-	}()
-	sum, err := s.readForm(r, &rec, tmp)
+		defer func() {
+			tmp.Close()
+			if !kept {
+				os.Remove(tmp.Name())
+			}
+		}()
+		content, sum = tmp, sha256.New()
+	}
+	err := s.readForm(r, &rec, content, sum)
 	if err != nil {
 		// The body ended early or is not a proper form: nothing is stored.
 		s.fail(w, &rec, http.StatusBadRequest, "invalid_request_error", err.Error())
@@ -442,63 +455,69 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		ContentType: rec.ContentType,
 		Purpose:     rec.Fields["purpose"],
 		Size:        rec.BodyBytes,
-		SHA256:      sum,
 		CreatedAt:   time.Now().UTC(),
 		RequestID:   rec.RequestID,
 	}
-	f.Downloadable = s.dialect.downloadable(f, false)
-	path := tmp.Name()
-	kept = true
-	s.store(f, source{path: path, open: func() (io.ReadCloser, error) { return os.Open(path) }})
+	src := source{open: func() (io.ReadCloser, error) { return nil, errors.New("stand-in: content discarded") }}
+	if tmp, ok := content.(*os.File); ok {
+		f.SHA256 = hex.EncodeToString(sum.Sum(nil))
+		f.Downloadable = s.dialect.downloadable(f, false)
+		path := tmp.Name()
+		kept = true
+		src = source{path: path, open: func() (io.ReadCloser, error) { return os.Open(path) }}
+	}
+	s.store(f, src)
 	rec.FileID = f.ID
 	s.answer(w, &rec, http.StatusOK, s.dialect.fileObject(f))
 }
 
-// readForm streams the multipart body, hashing the file part and copying it
-// to content. It returns an error for a body that is not a complete
-// multipart form.
-func (s *Server) readForm(r *http.Request, rec *Request, content io.Writer) (string, error) {
+// readForm streams the multipart body, copying the file part to content
+// and, when h is not nil, hashing it. It returns an error for a body that
+// is not a complete multipart form.
+func (s *Server) readForm(r *http.Request, rec *Request, content io.Writer, h hash.Hash) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" {
 		drain(r)
-		return "", errors.New("Content-Type must be multipart/form-data")
+		return errors.New("Content-Type must be multipart/form-data")
 	}
 	mr, err := r.MultipartReader()
 	if err != nil {
 		drain(r)
-		return "", fmt.Errorf("malformed multipart body: %v", err)
+		return fmt.Errorf("malformed multipart body: %v", err)
 	}
 	rec.Fields = map[string]string{}
-	h := sha256.New()
+	if h != nil {
+		content = io.MultiWriter(h, content)
+	}
 	for {
 		p, err := mr.NextPart()
 		if err == io.EOF {
 			rec.Complete = true
-			return hex.EncodeToString(h.Sum(nil)), nil
+			return nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("malformed multipart body: %v", err)
+			return fmt.Errorf("malformed multipart body: %v", err)
 		}
 		if p.FormName() == "file" {
 			rec.FileParts++
 			if rec.FileParts == 1 {
 				rec.Filename, rec.ContentType = rawFilename(p.Header), p.Header.Get("Content-Type")
-				n, err := io.Copy(io.MultiWriter(h, content), p)
+				n, err := io.Copy(content, p)
 				rec.BodyBytes += n
 				if err != nil {
-					return "", fmt.Errorf("malformed multipart body: %v", err)
+					return fmt.Errorf("malformed multipart body: %v", err)
 				}
 				continue
 			}
 		} else {
 			v, err := io.ReadAll(io.LimitReader(p, 4096))
 			if err != nil {
-				return "", fmt.Errorf("malformed multipart body: %v", err)
+				return fmt.Errorf("malformed multipart body: %v", err)
 			}
 			rec.Fields[p.FormName()] = string(v)
 		}
 		if _, err := io.Copy(io.Discard, p); err != nil {
-			return "", fmt.Errorf("malformed multipart body: %v", err)
+			return fmt.Errorf("malformed multipart body: %v", err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 )
@@ -191,5 +192,32 @@ func TestUnknownRouteIsProviderShaped404(t *testing.T) {
 	}
 	if len(s.Requests()) != 1 || s.Requests()[0].Status != 404 {
 		t.Fatalf("requests %+v", s.Requests())
+	}
+}
+
+func TestDiscardUploadsKeepsNoBytes(t *testing.T) {
+	s := NewOpenAI(t)
+	s.DiscardUploads()
+	auth := map[string]string{"Authorization": "Bearer " + s.Key}
+	ctype, body := form(t, map[string]string{"purpose": "batch"}, "a.jsonl", "hello world")
+	status, m, _ := do(t, http.MethodPost, s.BaseURL+"/files", auth, ctype, body)
+	if status != 200 || m["bytes"] != float64(11) || m["purpose"] != "batch" {
+		t.Fatalf("upload: %d %v", status, m)
+	}
+	files := s.Files()
+	if len(files) != 1 || files[0].Size != 11 || files[0].SHA256 != "" || files[0].Downloadable {
+		t.Fatalf("stored %+v, want one of 11 bytes, neither hashed nor downloadable", files)
+	}
+	if entries, err := os.ReadDir(s.dir); err != nil || len(entries) != 0 {
+		t.Fatalf("the stand-in's directory holds %d entries (%v), want none", len(entries), err)
+	}
+	if status, _, _ := do(t, http.MethodGet, s.BaseURL+"/files/"+files[0].ID+"/content", auth, "", nil); status < 400 {
+		t.Fatalf("content of a discarded upload: %d", status)
+	}
+	// A form cut short is still refused: the body is parsed, not skipped.
+	ctype, body = form(t, map[string]string{"purpose": "batch"}, "a.jsonl", "hello world")
+	short := bytes.NewReader(body.Bytes()[:body.Len()-10])
+	if status, _, _ := do(t, http.MethodPost, s.BaseURL+"/files", auth, ctype, short); status != 400 {
+		t.Fatalf("truncated form: %d, want 400", status)
 	}
 }
