@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -196,17 +195,20 @@ func (c *Client) post(ctx context.Context, op string, u *url.URL, key seal.Secre
 
 // exchange sends req and reads its answer, at most maxAnswerBytes: a
 // non-2xx one is answerError's, a 2xx one goes to decode. body, when set,
-// is the caller's reader inside req's body: its own failure is the cause,
-// whatever the transport made of the request it cut short.
-func (c *Client) exchange(parent context.Context, op string, req *http.Request, key seal.Secret, body *trackingReader, decode func([]byte) error) (*http.Response, error) {
+// is req's body, finished once the answer is in: the failure of the
+// caller's reader inside it is the cause, whatever the transport made of
+// the request it cut short.
+func (c *Client) exchange(parent context.Context, op string, req *http.Request, key seal.Secret, body *formBody, decode func([]byte) error) (*http.Response, error) {
 	resp, err := c.http.Do(req)
 	var answer []byte
 	if err == nil {
 		answer, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 		resp.Body.Close()
 	}
-	if body != nil && body.err != nil {
-		return nil, fmt.Errorf("byok: %s %s: reading the part: %w", c.d.name, op, body.err)
+	if body != nil {
+		if ferr := body.finish(); ferr != nil {
+			return nil, fmt.Errorf("byok: %s %s: reading the part: %w", c.d.name, op, ferr)
+		}
 	}
 	if err != nil {
 		return nil, c.transportError(op, parent, resp, err)
@@ -224,8 +226,8 @@ func (c *Client) exchange(parent context.Context, op string, req *http.Request, 
 }
 
 // AddUploadPart implements Uploader. The part goes out as
-// multipart/form-data with chunked encoding while data is read, through a
-// pipe as Upload's file does; when data fails, the request is aborted
+// multipart/form-data with chunked encoding while data is read, as
+// Upload's file does; when data fails, the request is aborted
 // mid-body, so the provider keeps no part, and data's error is returned.
 func (c *Client) AddUploadPart(ctx context.Context, key seal.Secret, uploadID string, data io.Reader) (UploadPart, error) {
 	const op = "upload part"
@@ -245,25 +247,16 @@ func (c *Client) AddUploadPart(ctx context.Context, key seal.Secret, uploadID st
 	h := make(textproto.MIMEHeader)
 	h.Set("Content-Disposition", `form-data; name="data"; filename="blob"`)
 	h.Set("Content-Type", "application/octet-stream")
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	body := &trackingReader{r: data}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		pw.CloseWithError(writeForm(mw, nil, h, body))
-	}()
-	defer func() {
-		// data is never read after AddUploadPart returns.
-		pr.CloseWithError(errUploadFinished)
-		<-done
-	}()
-	req, err := c.request(ctx, http.MethodPost, c.uploadsURL("/"+uploadID+"/parts"), key, acceptJSON, pr)
+	body, err := newFormBody(nil, h, data)
+	if err != nil {
+		return UploadPart{}, fmt.Errorf("byok: %s %s: %w", c.d.name, op, err)
+	}
+	req, err := c.request(ctx, http.MethodPost, c.uploadsURL("/"+uploadID+"/parts"), key, acceptJSON, body)
 	if err != nil {
 		return UploadPart{}, fmt.Errorf("byok: %s %s: %w", c.d.name, op, err)
 	}
 	req.ContentLength = -1
-	req.Header["Content-Type"] = []string{mw.FormDataContentType()}
+	req.Header["Content-Type"] = []string{body.ContentType()}
 
 	var part UploadPart
 	resp, err := c.exchange(parent, op, req, key, body, func(answer []byte) (err error) {
