@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -374,7 +373,7 @@ type partForm struct {
 
 func newPartForm(w http.ResponseWriter, r *http.Request, limit int64, boundary string, idle time.Duration, minRate int64) *partForm {
 	body := newBodyReader(w, r, limit)
-	headers := &headerBudget{r: bufio.NewReaderSize(body, uploadReadBuffer), left: -1}
+	headers := &headerBudget{r: uploadReader(body, r.ContentLength), left: -1}
 	return &partForm{
 		body: body, headers: headers, mr: multipart.NewReader(headers, boundary), boundary: len(boundary),
 		idle: &uploadPace{clock: bodyClockOf(r), idle: idle, minRate: minRate, start: time.Now()},
