@@ -31,7 +31,8 @@
 #    pooled), then with 1, 8 and 32 concurrent uploads (VmHWM reset
 #    with `echo 5 > /proc/PID/clear_refs` before each phase, or the gateway
 #    restarted when that is not permitted), printed as MiB per concurrent
-#    upload above idle (target <= 16; idle is the lowest RSS seen at rest,
+#    upload above idle (target <= 16 on fs, <= 20 on S3, where a lone
+#    upload holds three 5 MiB part buffers; idle is the lowest RSS seen at rest,
 #    the conservative choice: start-up garbage is returned and pages of the
 #    binary dropped over time). The sink's is printed beside it.
 #    To see where memory goes, GODEBUG=gctrace=1 KEEP=1 bench/uploads.sh
@@ -54,8 +55,9 @@
 #   ROUNDS=7 SIZE=104857600 CONCURRENCY="1 8 32" PARALLEL=8 BACKENDS="fs s3" bench/uploads.sh
 #   PIN=1 bench/uploads.sh    # servers on CPU 0, client (and versitygw) on CPU 1
 #   KEEP=1 bench/uploads.sh   # keep the run's directory (configs, logs, SQLite)
+#   S3_TLS=1 bench/uploads.sh # versitygw over https, with a certificate made for the run
 #
-# Defaults: ROUNDS=7, SIZE=104857600, CONCURRENCY="1 8 32", BACKENDS="fs s3",
+# Defaults: ROUNDS=7, SIZE=104857600, CONCURRENCY="1 8 32", BACKENDS="fs s3", S3_TLS=0,
 # PIN=0 (unpinned: an upload keeps one core busy in the server and another
 # in the kernel; pinned runs measured lower and noisier here). About 2.5
 # minutes here, plus a first build (~1.5 minutes cold, versitygw once).
@@ -66,6 +68,7 @@ size=${SIZE:-104857600}
 concurrency=${CONCURRENCY:-1 8 32}
 parallel=${PARALLEL:-8}
 backends=${BACKENDS:-fs s3}
+s3_tls=${S3_TLS:-0}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
@@ -370,11 +373,20 @@ for backend in $backends; do
       source "$root/deploy/testenv/lib.sh"
       # shellcheck source=../deploy/testenv/s3.sh
       source "$root/deploy/testenv/s3.sh"
+      if [ "$s3_tls" = 1 ]; then
+        # versitygw reads its certificate from VGW_CERT and VGW_KEY; the
+        # SDK (gateway and uploader alike) trusts AWS_CA_BUNDLE's roots.
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+          -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+          -keyout "$state/s3-tls.key" -out "$state/s3-tls.crt" 2>/dev/null
+        export VGW_CERT=$state/s3-tls.crt VGW_KEY=$state/s3-tls.key AWS_CA_BUNDLE=$state/s3-tls.crt
+      fi
       start_s3 "$state" >/dev/null
       if [ ${#pin_load[@]} -gt 0 ]; then
         taskset -apc 1 "$(tail -n 1 "$state/pids")" >/dev/null
       fi
       s3_endpoint=$GATEWAY_TEST_S3_ENDPOINT
+      [ "$s3_tls" = 1 ] && s3_endpoint=https://${s3_endpoint#http://}
       export AWS_ACCESS_KEY_ID=$GATEWAY_TEST_S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$GATEWAY_TEST_S3_SECRET_KEY
       export AWS_EC2_METADATA_DISABLED=true
       "$state/exe/uploader" bucket -endpoint "$s3_endpoint" -bucket bench
@@ -398,7 +410,9 @@ for backend in $backends; do
     rss_report sink sink "$sink_url"
   fi
   worst=$(printf '%s\n' "${per_upload[@]}" | sort -g | tail -n 1)
-  printf '%s: worst MiB per concurrent upload above idle: %s (target <= 16)\n' "$backend" "$worst"
+  target=16
+  [ "$backend" = s3 ] && target=20
+  printf '%s: worst MiB per concurrent upload above idle: %s (target <= %s)\n' "$backend" "$worst" "$target"
   summary+=("$backend: gateway RSS per concurrent upload above idle <= $worst MiB (phases: ${per_upload[*]})")
   stop_gateway
 done

@@ -51,6 +51,22 @@ func (p *bufferPool) get(ctx context.Context) ([]byte, error) {
 	if err := p.budget.Acquire(ctx, p.size); err != nil {
 		return nil, err
 	}
+	return p.take()
+}
+
+// tryGet is get when the budget has room now; ok is false, with nothing
+// taken, when it has not. A failure to map a buffer is err.
+func (p *bufferPool) tryGet() (b []byte, ok bool, err error) {
+	if !p.budget.TryAcquire(p.size) {
+		return nil, false, nil
+	}
+	b, err = p.take()
+	return b, err == nil, err
+}
+
+// take hands out a buffer for budget already acquired, giving it back if
+// none can be made.
+func (p *bufferPool) take() ([]byte, error) {
 	n := p.inUse.Add(p.size)
 	for {
 		old := p.peak.Load()

@@ -2,6 +2,7 @@ package s3
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"testing"
@@ -89,5 +90,51 @@ func TestBufferPoolReuse(t *testing.T) {
 	}
 	if peak := p.peak.Load(); peak != 6*MinPartSize {
 		t.Errorf("peak %d, want %d", peak, 6*MinPartSize)
+	}
+}
+
+// An upload's next buffer takes a free sure slot first; with both held,
+// the spare only while the budget has room, and never ahead of an upload
+// waiting for the budget; else it waits for a sure slot.
+func TestNextBufferTakesTheSpareOnlyWithRoom(t *testing.T) {
+	ctx := t.Context()
+	b := &Bucket{bufs: newBufferPool(MinPartSize, 3*MinPartSize)}
+	sure, spare := make(chan struct{}, partsInFlight), make(chan struct{}, spareParts)
+	var held [][]byte
+	for i := range partsInFlight {
+		buf, slot, err := b.nextBuffer(ctx, sure, spare)
+		if err != nil || slot != sure {
+			t.Fatalf("buffer %d: %v, sure slot %v", i, err, slot == sure)
+		}
+		held = append(held, buf)
+	}
+	buf, slot, err := b.nextBuffer(ctx, sure, spare)
+	if err != nil || slot != spare {
+		t.Fatalf("third buffer with room: %v, spare slot %v", err, slot == spare)
+	}
+	held = append(held, buf)
+	if got := b.bufs.inUse.Load(); got != 3*MinPartSize {
+		t.Fatalf("%d bytes in use, want three parts", got)
+	}
+
+	// The budget is spent (another upload took what the spare gave back):
+	// the next buffer is not the spare, but waits for a sure slot, here
+	// until its context ends.
+	b.bufs.put(held[2])
+	<-spare
+	other, err := b.bufs.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := b.nextBuffer(cctx, sure, spare); !errors.Is(err, context.Canceled) {
+		t.Fatalf("with the budget spent: %v, want to wait for a sure slot", err)
+	}
+	if len(spare) != 0 || b.bufs.inUse.Load() != 3*MinPartSize {
+		t.Fatalf("spare held %d, %d bytes in use; want the spare free and nothing more taken", len(spare), b.bufs.inUse.Load())
+	}
+	for _, buf := range append(held[:2], other) {
+		b.bufs.put(buf)
 	}
 }
