@@ -32,6 +32,9 @@ const (
 	copyBufferBytes = 256 << 10
 	// maxLoggedMessage caps the provider error text logged at debug.
 	maxLoggedMessage = 512
+	// settleTimeout bounds the wait for the answer to an upload whose
+	// caller went away after the whole file was sent (see Upload).
+	settleTimeout = 30 * time.Second
 )
 
 // dialect is what differs between providers' Files APIs: data and pure
@@ -311,14 +314,35 @@ func (c *Client) Upload(ctx context.Context, key seal.Secret, f File) (Uploaded,
 	if err != nil {
 		return Uploaded{}, err
 	}
-	parent := ctx
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-
 	body, err := newFormBody(c.d.fields, partHeader, f.Body)
 	if err != nil {
 		return Uploaded{}, fmt.Errorf("byok: %s upload: %w", c.d.name, err)
 	}
+	// The caller going away (the client disconnected, the server shuts
+	// down) stops a file still being sent: the provider then keeps nothing.
+	// Once the whole file is sent the provider may keep it, and only its
+	// answer names it, so that answer is awaited, for at most settleTimeout
+	// more: the caller, learning the id, deletes a file it no longer wants.
+	// A deadline of the caller's still ends the call.
+	parent := ctx
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	if d, ok := parent.Deadline(); ok {
+		var cancelDeadline context.CancelFunc
+		ctx, cancelDeadline = context.WithDeadline(ctx, d)
+		defer cancelDeadline()
+	}
+	ctx, cancelTimeout := c.withTimeout(ctx)
+	defer cancelTimeout()
+	stop := context.AfterFunc(parent, func() {
+		if body.abandon() {
+			cancel()
+			return
+		}
+		// Calling cancel once Upload has returned does nothing.
+		time.AfterFunc(settleTimeout, cancel)
+	})
+	defer stop()
 	req, err := c.request(ctx, http.MethodPost, c.target("", ""), key, acceptJSON, body)
 	if err != nil {
 		return Uploaded{}, fmt.Errorf("byok: %s upload: %w", c.d.name, err)

@@ -12,3 +12,7 @@ import (
 func DialThrough(p Provider, dial func(ctx context.Context, network, addr string) (net.Conn, error)) {
 	p.(*Client).http.Transport.(*http.Transport).DialContext = dial
 }
+
+// SettleTimeout is how long an upload whose caller went away after the
+// whole file was sent waits for the provider's answer.
+const SettleTimeout = settleTimeout

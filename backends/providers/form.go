@@ -136,6 +136,20 @@ func (b *formBody) finish() error {
 	return b.fileErr
 }
 
+// abandon stops the file from being read if it has not ended yet, and
+// says whether it had not: whether the request is still sending it, and
+// cutting it short leaves the provider nothing. A read under way is
+// waited for.
+func (b *formBody) abandon() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.file == nil && !b.finished {
+		return false
+	}
+	b.finished = true
+	return true
+}
+
 // fill reads into buf until it is full, or r ends or fails.
 func fill(r io.Reader, buf []byte) (n int, err error) {
 	for n < len(buf) && err == nil {

@@ -374,15 +374,78 @@ func assertCallerCanceled(t *testing.T, err error) {
 	}
 }
 
+// A caller that goes away once the whole file is sent waits for the
+// provider's answer, which names the file it may now hold, for at most the
+// settle time; a provider that never answers leaves the caller its own
+// context error, not a provider failure. The bubble's clock runs the wait.
 func TestUploadCallerCancelIsNotAProviderError(t *testing.T) {
 	for _, pc := range cases {
 		t.Run(pc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newBubbleHarness(t, pc, providers.Options{})
+				h.stand.Hang()
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				start := time.Now()
+				_, err := h.p.Upload(ctx, h.key, providers.File{Name: "a.txt", Body: cancelAtEOF{strings.NewReader("hello"), cancel}})
+				assertCallerCanceled(t, err)
+				if took := time.Since(start); took != providers.SettleTimeout {
+					t.Fatalf("gave up after %v, want the settle time %v", took, providers.SettleTimeout)
+				}
+			})
+		})
+	}
+}
+
+// The file was all sent when the caller went away: the provider's answer
+// still comes back, with the id of the file it keeps, so the caller can
+// delete it rather than leave it behind unrecorded.
+func TestUploadCallerGoneAfterTheFileLearnsItsID(t *testing.T) {
+	for _, pc := range cases {
+		t.Run(pc.name, func(t *testing.T) {
 			h := newHarness(t, pc, providers.Options{})
-			h.stand.Hang()
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			_, err := h.p.Upload(ctx, h.key, providers.File{Name: "a.txt", Body: cancelAtEOF{strings.NewReader("hello"), cancel}})
+			up, err := h.p.Upload(ctx, h.key, providers.File{Name: "a.txt", Body: cancelAtEOF{strings.NewReader("hello"), cancel}})
+			if err != nil {
+				t.Fatalf("Upload: %v, want the stored file's id", err)
+			}
+			if f, ok := h.stand.File(up.ID); !ok || f.Size != 5 {
+				t.Fatalf("the provider holds %+v (%v), want the uploaded file %s", f, ok, up.ID)
+			}
+		})
+	}
+}
+
+// cancelAfterFirstRead cancels the caller's context after its first read,
+// and yields zeros until the upload returns.
+type cancelAfterFirstRead struct {
+	endlessReader
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfterFirstRead) Read(p []byte) (int, error) {
+	if c.reads.Load() == 1 {
+		c.cancel()
+	}
+	return c.endlessReader.Read(p)
+}
+
+// A caller that goes away while the file is still being sent cuts the
+// request short: the provider keeps nothing, and the file is not read on.
+func TestUploadCallerGoneMidFileStopsIt(t *testing.T) {
+	for _, pc := range cases {
+		t.Run(pc.name, func(t *testing.T) {
+			h := newHarness(t, pc, providers.Options{})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			r := &cancelAfterFirstRead{endlessReader: endlessReader{t: t}, cancel: cancel}
+			_, err := h.p.Upload(ctx, h.key, providers.File{Name: "a.bin", Body: r})
+			r.returned.Store(true)
 			assertCallerCanceled(t, err)
+			if n := len(h.stand.Files()); n != 0 {
+				t.Fatalf("the provider holds %d files, want none", n)
+			}
 		})
 	}
 }
