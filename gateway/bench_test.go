@@ -236,6 +236,28 @@ func benchmarkLookup(b *testing.B, s lookupSetup) {
 // BenchmarkModelLookupChain: access log and rate limit on, as served.
 func BenchmarkModelLookupChain(b *testing.B) { benchmarkLookup(b, lookupSetup{rateLimit: true}) }
 
+// BenchmarkModelLookupFloor: the catalog lookup and the answer's write
+// alone, with no middleware: the floor the chain's cost is read against,
+// in the same run.
+func BenchmarkModelLookupFloor(b *testing.B) {
+	c, err := loadShipped()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cat := catalog.NewStatic(c, slog.New(slog.DiscardHandler))
+	req := httptest.NewRequest("GET", "/api/v1/model/openai/gpt-4o", nil)
+	w := &discardResponse{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		e, ok := cat.Current().Lookup("openai", "gpt-4o")
+		if !ok {
+			b.Fatal("openai/gpt-4o not in the shipped catalog")
+		}
+		writeCached(w, req, e.ETag, e.Body)
+	}
+}
+
 // BenchmarkModelLookupChainSpend: as served, with the 402 decision on.
 func BenchmarkModelLookupChainSpend(b *testing.B) {
 	benchmarkLookup(b, lookupSetup{rateLimit: true, spend: true})

@@ -68,7 +68,7 @@ func writeCached(w http.ResponseWriter, r *http.Request, etag string, body []byt
 	} else {
 		h["Etag"] = []string{etag}
 	}
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
+	if inm := headerValue(r.Header, "If-None-Match"); inm != "" && etagMatches(inm, etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
