@@ -6,6 +6,8 @@ import (
 	"mime/multipart"
 	"net/textproto"
 	"sync"
+
+	"github.com/aigateway/gateway/files/blob"
 )
 
 // formBody is the request body of an upload to a provider: a
@@ -25,7 +27,7 @@ type formBody struct {
 	ctype string
 
 	mu       sync.Mutex // held while the file is read; finish takes it
-	file     io.Reader  // nil once it has ended
+	file     *blob.Body // nil once it has ended
 	fileErr  error      // the file's own failure, which is the upload's cause
 	finished bool
 }
@@ -48,7 +50,8 @@ func newFormBody(fields [][2]string, partHeader textproto.MIMEHeader, file io.Re
 		return nil, err
 	}
 	form := buf.Bytes()
-	return &formBody{head: form[:headLen], tail: form[headLen:], ctype: mw.FormDataContentType(), file: file}, nil
+	return &formBody{head: form[:headLen], tail: form[headLen:], ctype: mw.FormDataContentType(),
+		file: blob.NewBody(file, -1)}, nil
 }
 
 // ContentType is the form's Content-Type, with its boundary.
@@ -87,7 +90,7 @@ func (b *formBody) readFile(p []byte) (n int, more bool, err error) {
 	if b.file == nil {
 		return 0, false, nil
 	}
-	n, err = fill(b.file, p)
+	n, err = b.file.Fill(p)
 	switch {
 	case err == io.EOF:
 		b.file = nil
@@ -148,14 +151,4 @@ func (b *formBody) abandon() bool {
 	}
 	b.finished = true
 	return true
-}
-
-// fill reads into buf until it is full, or r ends or fails.
-func fill(r io.Reader, buf []byte) (n int, err error) {
-	for n < len(buf) && err == nil {
-		var m int
-		m, err = r.Read(buf[n:])
-		n += m
-	}
-	return n, err
 }
