@@ -131,6 +131,19 @@ func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
+// CloseWrite keeps the TCP connection's half-close reachable through the
+// wrapper. net/http answers a request whose body it will not read (a 413
+// refused on its declared length, say) and then half-closes, so that the
+// client reads the answer and an end of stream before the connection is
+// torn down; behind a wrapper without CloseWrite it skips that and the
+// client, still sending, gets a reset in place of the answer's end.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func peerAddr(c net.Conn) netip.Addr {
 	if tcp, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		return tcp.AddrPort().Addr().Unmap()

@@ -3,9 +3,12 @@ package gateway
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,5 +137,46 @@ func TestLimitListenerOff(t *testing.T) {
 	defer raw.Close()
 	if ln := LimitListener(raw, ConnLimits{}); ln != raw {
 		t.Error("no limits should leave the listener as it is")
+	}
+}
+
+// TestLimitedConnHalfClosesAfterAnUnreadBody: a request refused without
+// reading its body ends, behind the connection limits as without them, with
+// the answer and then an end of stream (net/http's half-close), not with a
+// reset that a client still sending would get in place of the answer.
+func TestLimitedConnHalfClosesAfterAnUnreadBody(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := LimitListener(raw, ConnLimits{Max: 8})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	c := dial(t, raw.Addr().String())
+	// A declared body far larger than net/http drains after a handler
+	// (256 KiB), and a first piece of it: the rest is never sent.
+	_, err = fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", 64<<20, strings.Repeat("x", 64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer read: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status = %d, want 413", resp.StatusCode)
+	}
+	// Half-closed: the next read is a clean end of stream. Without the
+	// half-close the server closes with unread bytes after a pause and the
+	// read fails with a reset instead.
+	if n, err := br.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("after the answer: read %d bytes, %v; want a clean end of stream (io.EOF)", n, err)
 	}
 }
