@@ -4,8 +4,16 @@
 # chain (request id, access log, metrics, auth, rate limiting; the limits are
 # raised so nothing is refused, and RATE=off turns them off). The
 # server is pinned to CPU 0, wrk (1 thread, 64 connections) to CPU 1; the
-# two servers alternate round by round and the medians are compared, since
+# servers take turns round by round and the medians are compared, since
 # these machines are shared and noisy.
+#
+# A second baseline, "obliged", is the same bare server doing what the
+# gateway must do on every lookup before any code of its own runs: it sends
+# the gateway's answer headers (request ids, RateLimit-*, ETag: the ones the
+# gateway answered this lookup with), arms the same slow-client deadlines
+# (the default read_header_timeout and idle_timeout), and is sent the same
+# Authorization header. obliged / bare is what net/http charges for those;
+# gateway / obliged is the share of the gateway's own chain.
 #
 # Each round also reads the server's CPU time per request, which the other
 # load of a shared machine disturbs far less than the rate.
@@ -35,7 +43,7 @@ trap cleanup EXIT
 go build -o "$work/gateway" ./cmd/gateway
 go build -o "$work/bare" ./bench/bare
 
-gw_port=$(free_port) bare_port=$(free_port)
+gw_port=$(free_port) bare_port=$(free_port) obliged_port=$(free_port)
 cat >"$work/gateway.yaml" <<YAML
 server: {listen: "127.0.0.1:$gw_port"}
 metadata: {driver: sqlite, dsn: $work/gateway.db}
@@ -51,11 +59,17 @@ key=$("$work/gateway" keys create --config "$work/gateway.yaml" --name bench --u
 gw_pid=$!
 pids+=("$gw_pid")
 wait_http "http://127.0.0.1:$gw_port/healthz"
-curl -fsS -H "Authorization: Bearer $key" "127.0.0.1:$gw_port/api/v1/model/$model" >"$work/body.json"
+curl -fsS -D "$work/headers.txt" -H "Authorization: Bearer $key" "127.0.0.1:$gw_port/api/v1/model/$model" >"$work/body.json"
 "${pin_server[@]}" "$work/bare" -addr "127.0.0.1:$bare_port" -body "$work/body.json" 2>/dev/null &
 bare_pid=$!
 pids+=("$bare_pid")
+# The gateway's defaults (configs.Default), which the bench config keeps.
+"${pin_server[@]}" "$work/bare" -addr "127.0.0.1:$obliged_port" -body "$work/body.json" \
+  -headers "$work/headers.txt" -read-header-timeout 10s -idle-timeout 120s 2>/dev/null &
+obliged_pid=$!
+pids+=("$obliged_pid")
 wait_http "http://127.0.0.1:$bare_port/"
+wait_http "http://127.0.0.1:$obliged_port/"
 
 # run PID URL [HEADER]: "rps cpu_us" of one wrk run: requests per second,
 # and the server's CPU time (user + system, from /proc/PID/stat) per request
@@ -75,38 +89,45 @@ run() {
 }
 
 bare_url="http://127.0.0.1:$bare_port/api/v1/model/$model"
+obliged_url="http://127.0.0.1:$obliged_port/api/v1/model/$model"
 gw_url="http://127.0.0.1:$gw_port/api/v1/model/$model"
 auth="Authorization: Bearer $key"
-# Warm both up (JIT-free Go, but caches, connections, the auth cache).
-run "$bare_pid" "$bare_url" >/dev/null
-run "$gw_pid" "$gw_url" "$auth" >/dev/null
+# measure NAME: one run of the contender NAME, as "rps cpu_us".
+measure() {
+  case $1 in
+    bare) run "$bare_pid" "$bare_url" ;;
+    obliged) run "$obliged_pid" "$obliged_url" "$auth" ;;
+    gateway) run "$gw_pid" "$gw_url" "$auth" ;;
+  esac
+}
+# Warm all up (caches, connections, the auth cache).
+for c in bare obliged gateway; do measure "$c" >/dev/null; done
 
-bare=() gw=() rr=() bcpu=() gcpu=() cr=()
+declare -A rps cpu
+rr=() orr=() gor=() cr=() ocr=() bare_r=() obliged_r=() gw_r=() bare_c=() obliged_c=() gw_c=()
+order=(bare obliged gateway)
 for i in $(seq "$rounds"); do
-  # The order alternates, so neither server always runs first.
-  if ((i % 2)); then
-    read -r b bc < <(run "$bare_pid" "$bare_url")
-    read -r g gc < <(run "$gw_pid" "$gw_url" "$auth")
-  else
-    read -r g gc < <(run "$gw_pid" "$gw_url" "$auth")
-    read -r b bc < <(run "$bare_pid" "$bare_url")
-  fi
-  bare+=("$b") gw+=("$g") rr+=("$(ratio "$g" "$b")")
-  bcpu+=("$bc") gcpu+=("$gc") cr+=("$(ratio "$bc" "$gc")")
-  printf 'round %d: bare %8.0f rps %6.1f us/req   gateway %8.0f rps %6.1f us/req   ratio %s (cpu %s)\n' \
-    "$i" "$b" "$bc" "$g" "$gc" "${rr[-1]}" "${cr[-1]}"
+  # The order rotates, so no server always runs first.
+  for c in "${order[@]}"; do read -r "rps[$c]" "cpu[$c]" < <(measure "$c"); done
+  order=("${order[@]:1}" "${order[0]}")
+  b=${rps[bare]} o=${rps[obliged]} g=${rps[gateway]}
+  rr+=("$(ratio "$g" "$b")") orr+=("$(ratio "$o" "$b")") gor+=("$(ratio "$g" "$o")")
+  cr+=("$(ratio "${cpu[bare]}" "${cpu[gateway]}")") ocr+=("$(ratio "${cpu[obliged]}" "${cpu[gateway]}")")
+  bare_r+=("$b") obliged_r+=("$o") gw_r+=("$g")
+  bare_c+=("${cpu[bare]}") obliged_c+=("${cpu[obliged]}") gw_c+=("${cpu[gateway]}")
+  printf 'round %d: bare %6.0f rps %5.1f us/req  obliged %6.0f rps %5.1f us/req  gateway %6.0f rps %5.1f us/req  gateway/bare %s (cpu %s)  obliged/bare %s  gateway/obliged %s\n' \
+    "$i" "$b" "${cpu[bare]}" "$o" "${cpu[obliged]}" "$g" "${cpu[gateway]}" "${rr[-1]}" "${cr[-1]}" "${orr[-1]}" "${gor[-1]}"
 done
-mb=$(printf '%s\n' "${bare[@]}" | median)
-mg=$(printf '%s\n' "${gw[@]}" | median)
-# The headline is the median of the round ratios: each round's two runs
-# share the machine's weather, while the medians of each side may come from
+med() { printf '%s\n' "$@" | median; }
+# The headline is the median of the round ratios: each round's runs share
+# the machine's weather, while the medians of each side may come from
 # different rounds (one noisy round can move one of them alone).
-printf 'median: bare %.0f rps, gateway %.0f rps; ratio of the medians %s\n' "$mb" "$mg" "$(ratio "$mg" "$mb")"
-printf 'lookup ratio (gateway / bare, median of round ratios): %s  (target >= 0.85)\n' "$(printf '%s\n' "${rr[@]}" | median)"
-mbc=$(printf '%s\n' "${bcpu[@]}" | median)
-mgc=$(printf '%s\n' "${gcpu[@]}" | median)
-printf 'server CPU per request: bare %.1f us, gateway %.1f us; bare / gateway %s (median of round ratios %s)\n' \
-  "$mbc" "$mgc" "$(ratio "$mbc" "$mgc")" "$(printf '%s\n' "${cr[@]}" | median)"
+printf 'median: bare %.0f rps, obliged %.0f rps, gateway %.0f rps\n' "$(med "${bare_r[@]}")" "$(med "${obliged_r[@]}")" "$(med "${gw_r[@]}")"
+printf 'lookup ratio (gateway / bare, median of round ratios): %s  (target >= 0.85)\n' "$(med "${rr[@]}")"
+printf 'what net/http charges for the headers and deadlines (obliged / bare): %s; the chain'"'"'s share (gateway / obliged): %s\n' \
+  "$(med "${orr[@]}")" "$(med "${gor[@]}")"
+printf 'server CPU per request: bare %.1f us, obliged %.1f us, gateway %.1f us; bare / gateway %s, obliged / gateway %s (medians of round ratios)\n' \
+  "$(med "${bare_c[@]}")" "$(med "${obliged_c[@]}")" "$(med "${gw_c[@]}")" "$(med "${cr[@]}")" "$(med "${ocr[@]}")"
 lines=$(grep -c '"msg":"request"' "$work/gateway.log" || true)
 echo "access log lines written: $lines"
 # Every measured request must have been answered 200: a refusal is cheaper.
