@@ -11,6 +11,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -370,10 +371,47 @@ func (c *Console) uploadFile(v *visit) error {
 	if ws != "" {
 		opts = append(opts, client.InWorkspace(ws))
 	}
+	content := &formReader{r: part}
 	f, err := v.api.UploadFile(v.ctx(), client.Upload{
-		Filename: part.FileName(), Content: part, Size: size, ContentType: part.Header.Get("Content-Type"),
+		Filename: part.FileName(), Content: content, Size: size, ContentType: part.Header.Get("Content-Type"),
 	}, opts...)
+	if err != nil && content.err != nil {
+		err = formBroken(v.r, content.err)
+	}
 	return c.uploadDone(v, back, f, err)
+}
+
+// formReader is the browser's file part as the API's client reads it,
+// remembering the first error of that read. UploadFile returns once the
+// part is no longer read, so err is settled when it returns.
+type formReader struct {
+	r   io.Reader
+	err error
+}
+
+func (f *formReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err != nil && err != io.EOF && f.err == nil {
+		f.err = err
+	}
+	return n, err
+}
+
+// formBroken is the answer to an upload whose browser form broke before
+// the file ended, whatever the API made of the cut it saw: a body that
+// stopped arriving is the API's 408; a browser that went away has no
+// answer (the handler aborts, as the API does); else the form itself is
+// malformed (a missing closing boundary, say), which is the browser's
+// 400 and not a fault of the server.
+func formBroken(r *http.Request, readErr error) error {
+	switch {
+	case errors.Is(readErr, os.ErrDeadlineExceeded):
+		return &client.Error{StatusCode: http.StatusRequestTimeout, Message: "the file stopped arriving, so no file was stored. Send it again"}
+	case r.Context().Err() != nil:
+		panic(http.ErrAbortHandler)
+	default:
+		return badInput{"The upload arrived incomplete or malformed, so no file was stored. Send the file again."}
+	}
 }
 
 // readSmall reads a short form field.
@@ -396,7 +434,10 @@ func (c *Console) uploadDone(v *visit, back string, f *client.File, err error) e
 		return err
 	}
 	rc := http.NewResponseController(v.w)
-	if err != nil && rc.EnableFullDuplex() == nil {
+	// Once the request's context has ended, net/http has stopped reading
+	// the connection (a read failed or timed out): there is nothing left
+	// to drain, and waiting for a stalled browser would hold the handler.
+	if err != nil && v.r.Context().Err() == nil && rc.EnableFullDuplex() == nil {
 		v.w.Header().Set("Connection", "close")
 		defer func() {
 			_ = rc.Flush()

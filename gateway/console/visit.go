@@ -196,8 +196,12 @@ func (c *Console) fail(v *visit, err error) {
 		http.Redirect(v.w, v.r, "/console/sign-in?m=ended", http.StatusSeeOther)
 	case errors.As(err, &apiErr):
 		c.render(v.w, apiErr.StatusCode, "error", v.view("", "", apiMessage(apiErr)))
-	case errors.Is(err, context.Canceled):
-		// the browser went away; nobody to answer
+	case errors.Is(err, context.Canceled) || v.r.Context().Err() != nil:
+		// The browser went away: nothing can be answered, and writing
+		// nothing would let net/http claim a 200 on the connection still
+		// open. The API aborts its own answers so (the access log says
+		// 499).
+		panic(http.ErrAbortHandler)
 	default:
 		c.log.Error("console: page failed", "path", v.r.URL.Path, "err", err)
 		c.render(v.w, http.StatusInternalServerError, "error", v.view("", "", "Something went wrong on the server. Try again in a moment."))
