@@ -15,6 +15,9 @@ func TestDetailsSayWhatTheMessageDoesNot(t *testing.T) {
 		{"rule", map[string]any{"rule": "bidi_control", "position": 4.0}, "position: 4"},
 		{"fields", map[string]any{"fields": map[string]any{"slug": "must be lowercase"}}, "slug must be lowercase"},
 		{"counts", map[string]any{"keys": 1.0, "files": 2.0}, "files: 2; keys: 1"},
+		// JSON numbers arrive as float64: a byte limit reads as digits.
+		{"large number", map[string]any{"max_file_bytes": 10485760.0}, "max file bytes: 10485760"},
+		{"budget in dollars", map[string]any{"limit": 12.5}, "limit: 12.5"},
 	} {
 		if got := details(tt.meta); got != tt.want {
 			t.Errorf("%s: details(%v) = %q, want %q", tt.name, tt.meta, got, tt.want)

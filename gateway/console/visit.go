@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -239,7 +240,7 @@ func details(meta map[string]any) string {
 	var parts []string
 	if fields, ok := meta["fields"].(map[string]any); ok {
 		for _, name := range slices.Sorted(maps.Keys(fields)) {
-			parts = append(parts, fmt.Sprintf("%s %v", name, fields[name]))
+			parts = append(parts, name+" "+detailValue(fields[name]))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(meta)) {
@@ -249,11 +250,21 @@ func details(meta map[string]any) string {
 			// what the message says; a limit in dollars (402) does not.
 			_, class := v.(string)
 			if name != "rule" && (name != "limit" || !class) {
-				parts = append(parts, fmt.Sprintf("%s: %v", strings.ReplaceAll(name, "_", " "), v))
+				parts = append(parts, strings.ReplaceAll(name, "_", " ")+": "+detailValue(v))
 			}
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// detailValue writes a value of the API's metadata as a person reads it:
+// JSON numbers arrive as float64, and a byte limit of 10485760 must not
+// read 1.048576e+07.
+func detailValue(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }
 
 // view starts the view of a page of v.
