@@ -160,15 +160,30 @@ func (a *authenticator) authenticateBlocked(r *http.Request, client string, wait
 // through the one Authenticator: the same checks, the same constant-time
 // comparison, the same 401s. Authorization wins when both are sent, so a
 // second header can never turn a refused key into an accepted one.
+//
+// The header used must come once. Two Authorization headers (or two
+// X-Api-Key) are a malformed credential, the 401 of any malformed key:
+// read first or last, they could name one caller here and another to a
+// proxy in front that reads the other one.
 func credentials(r *http.Request) string {
-	if h := headerValue(r.Header, "Authorization"); h != "" {
-		return h
+	if v := r.Header["Authorization"]; len(v) > 0 && v[0] != "" {
+		if len(v) > 1 {
+			return ambiguousCredentials
+		}
+		return v[0]
 	}
-	if k := headerValue(r.Header, "X-Api-Key"); k != "" {
-		return "Bearer " + k
+	if v := r.Header["X-Api-Key"]; len(v) > 0 && v[0] != "" {
+		if len(v) > 1 {
+			return ambiguousCredentials
+		}
+		return "Bearer " + v[0]
 	}
 	return ""
 }
+
+// ambiguousCredentials stands for a credential header sent more than once:
+// not a bearer token, so the authenticator finds it malformed.
+const ambiguousCredentials = "ambiguous"
 
 // headerValue is h.Get(name) for a name in canonical form: the server
 // stores received headers under canonical names, so the lookup needs no

@@ -211,6 +211,40 @@ func TestAuthSchemes(t *testing.T) {
 	}
 }
 
+// TestDuplicateCredentialHeadersAreRefused: a credential header sent twice
+// is the 401 of a malformed key, even when both name good keys; read first
+// or last, the gateway and a proxy in front could take different callers
+// from it.
+func TestDuplicateCredentialHeadersAreRefused(t *testing.T) {
+	api, _ := newTestAPI(t, Options{})
+	h := api.Handler()
+	for name, header := range map[string]http.Header{
+		"two Authorization": {"Authorization": {"Bearer standard", "Bearer management"}},
+		"the same twice":    {"Authorization": {"Bearer standard", "Bearer standard"}},
+		"two X-Api-Key":     {"X-Api-Key": {"standard", "management"}},
+	} {
+		req := httptest.NewRequest("GET", "/api/v1/models", nil)
+		req.Header = header
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("%s: status %d, want 401", name, rec.Code)
+			continue
+		}
+		if env := decodeEnvelope(t, rec); env.Error.Message != msgInvalidAuth {
+			t.Errorf("%s: message %q, want %q", name, env.Error.Message, msgInvalidAuth)
+		}
+	}
+	// One of each is no duplicate: Authorization wins, as ever.
+	req := httptest.NewRequest("GET", "/api/v1/models", nil)
+	req.Header = http.Header{"Authorization": {"Bearer standard"}, "X-Api-Key": {"nope"}}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code == http.StatusUnauthorized {
+		t.Errorf("Authorization and X-Api-Key once each: 401 %s", rec.Body)
+	}
+}
+
 func TestRequestIDHonoursSaneIncoming(t *testing.T) {
 	api, _ := newTestAPI(t, Options{})
 	h := api.Handler()
