@@ -497,3 +497,25 @@ func TestCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestQuerySemicolonIsRefused: Go drops a query pair holding a raw ';', so
+// "?limit=1;offset=2" would be answered as if neither were given; it is a
+// 400 naming the query instead. An escaped semicolon is a value's own.
+func TestQuerySemicolonIsRefused(t *testing.T) {
+	api, _ := newTestAPI(t, Options{})
+	h := api.Handler()
+	for _, target := range []string{"/api/v1/models?limit=1;offset=2", "/api/v1/workspaces?zzz=1;limit=1", "/api/v1/key?;"} {
+		rec := do(t, h, "GET", target, "management", nil)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", target, rec.Code)
+			continue
+		}
+		env := decodeEnvelope(t, rec)
+		if fields, _ := env.Error.Metadata["fields"].(map[string]any); fields["query"] == nil {
+			t.Errorf("%s: metadata %v does not name the query", target, env.Error.Metadata)
+		}
+	}
+	if rec := do(t, h, "GET", "/api/v1/models?x=1;y", "", nil); rec.Code != http.StatusUnauthorized {
+		t.Errorf("without a key: status %d, want 401 first", rec.Code)
+	}
+}

@@ -197,6 +197,7 @@ func (a *API) router() *chi.Mux {
 	r.Group(func(r chi.Router) {
 		r.Use(requireKey(a.authn, a.log))
 		r.Use(limitRate(a.limits, limits.ClassUsage, a.log))
+		r.Use(refuseQuerySemicolons(a.log))
 		r.Use(refuseOverSpend(a.spendGuard, a.spendMetrics, a.log))
 		r.Post(apiPrefix+"/usage", a.keyed(a.reportUsage))
 		r.Post(apiPrefix+"/keys/{hash}/usage", a.keyed(a.reportKeyUsage))
@@ -205,6 +206,7 @@ func (a *API) router() *chi.Mux {
 	r.Group(func(r chi.Router) {
 		r.Use(requireKey(a.authn, a.log))
 		r.Use(limitRate(a.limits, limits.ClassDefault, a.log))
+		r.Use(refuseQuerySemicolons(a.log))
 
 		// A key refused for spend can still read its own standing.
 		r.Get(apiPrefix+"/key", a.keyed(a.currentKey))
