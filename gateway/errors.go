@@ -155,6 +155,16 @@ var metadataTable = []func(error) (meta map[string]any, found bool){
 	describe(partTooLargeMetadata),
 	describe(pendingMetadata),
 	describe(quotaMetadata),
+	emptyFileMetadata,
+}
+
+// emptyFileMetadata names the field of a file with no bytes, as every
+// other 400 of an upload names what it refuses.
+func emptyFileMetadata(err error) (map[string]any, bool) {
+	if !errors.Is(err, sniff.ErrEmptyFile) {
+		return nil, false
+	}
+	return map[string]any{"fields": map[string]any{"file": "is empty"}}, true
 }
 
 // describe turns build, which describes one typed error E, into a row of

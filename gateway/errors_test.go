@@ -211,6 +211,8 @@ func TestTypedErrorMetadata(t *testing.T) {
 			`{"error":{"code":400,"message":"Invalid request parameters","metadata":{"fields":{"file":"text is not valid UTF-8"},"offset":70000}}}`},
 		{"text refused at its first byte", &sniff.TypeError{Reason: "text contains a NUL or control character", Offset: 0},
 			`{"error":{"code":400,"message":"Invalid request parameters","metadata":{"fields":{"file":"text contains a NUL or control character"},"offset":0}}}`},
+		{"empty file", fmt.Errorf("write: %w", sniff.ErrEmptyFile),
+			`{"error":{"code":400,"message":"Invalid request parameters","metadata":{"fields":{"file":"is empty"}}}}`},
 		{"filename as a whole", &files.FilenameError{Rule: files.RuleLength},
 			`{"error":{"code":400,"message":"Invalid request parameters","metadata":{"fields":{"filename":"must be 1 to 255 characters"},"rule":"length"}}}`},
 		{"filename at a position", &files.FilenameError{Rule: files.RuleControl, Position: 4},
