@@ -449,10 +449,12 @@ func (c *Console) uploadDone(v *visit, back string, f *client.File, err error) e
 	switch {
 	case err == nil:
 		msg = "Uploaded “" + f.Filename + "” (" + strconv.FormatInt(f.SizeBytes, 10) + " bytes)."
+	case errors.Is(err, client.ErrSizeMismatch):
+		// Before the API's refusal, which it comes with: the API saw a
+		// form left unclosed, and the cause is the file's new length.
+		msg = "The file changed while it was being sent. Try again."
 	case apiErr != nil:
 		msg = apiMessage(apiErr)
-	case errors.Is(err, client.ErrSizeMismatch):
-		msg = "The file changed while it was being sent. Try again."
 	default:
 		msg = err.Error()
 	}

@@ -117,3 +117,31 @@ func TestUploadOfABrokenFormIsNoSuccess(t *testing.T) {
 		t.Errorf("files stored from broken forms: %+v", files.Files)
 	}
 }
+
+// TestUploadOfAFileThatChangedSaysSo: a file whose length is not the size
+// the page declared (it changed on disk while it was sent) is refused in
+// those words, not in the API's words for the unclosed form it saw.
+func TestUploadOfAFileThatChangedSaysSo(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, testConfig(t), true)
+	b := g.browser(t)
+	b.signIn(g.createKey(t, keys.RoleStandard))
+	token := b.csrf("/console/files")
+	body := "--CB\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n" + token + "\r\n" +
+		"--CB\r\nContent-Disposition: form-data; name=\"size\"\r\n\r\n100\r\n" +
+		"--CB\r\nContent-Disposition: form-data; name=\"file\"; filename=\"t.txt\"\r\nContent-Type: text/plain\r\n\r\n" +
+		"only forty bytes of text, not a hundred\n\r\n--CB--\r\n"
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/files", strings.NewReader(body))
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=CB")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	a := b.do(req)
+	var answer struct {
+		OK      bool   `json:"ok"`
+		Message string `json:"message"`
+	}
+	decodeJSON(t, a.Body, &answer)
+	if answer.OK || !strings.Contains(answer.Message, "changed while it was being sent") {
+		t.Errorf("answer = %d %s, want the file's change named", a.StatusCode, a.Body)
+	}
+}
