@@ -232,6 +232,10 @@ func (a *API) fileContent(w http.ResponseWriter, r *http.Request, caller *keys.A
 	rangeHeader := r.Header.Get("Range")
 	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag {
 		rangeHeader = "" // the file changed (or a date was given): send it whole
+	} else if len(r.Header["Range"]) > 1 {
+		// Two Range fields are two ranges, as one field with a comma
+		// would be: refused alike, never the first taken for the answer.
+		return badRequest(map[string]any{"Range": "only one range is served"})
 	}
 	start, length, partial, err := parseRange(rangeHeader, c.Size)
 	if errors.Is(err, errRangeNotSatisfiable) {

@@ -313,6 +313,29 @@ func TestDownload(t *testing.T) {
 	}
 }
 
+// TestFileContentTwoRangeFields: two Range fields are two ranges, refused as
+// one field listing two is, never answered from the first alone; a
+// differing If-Range still sends the file whole, whatever the Range says.
+func TestFileContentTwoRangeFields(t *testing.T) {
+	data := []byte("0123456789abcdefghij")
+	f := readFile
+	f.Size = int64(len(data))
+	h := newReadAPI(t, &fakeReader{file: f, content: data})
+	req := request("GET", "/api/v1/files/file-abc/content")
+	req.Header["Range"] = []string{"bytes=0-1", "bytes=5-9"}
+	rec := serve(h, req)
+	if rec.Code != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400: %s", rec.Code, rec.Body)
+	}
+	if fields, _ := decodeEnvelope(t, rec).Error.Metadata["fields"].(map[string]any); fields["Range"] == nil {
+		t.Errorf("the 400 does not name Range: %s", rec.Body)
+	}
+	req.Header.Set("If-Range", `"old"`)
+	if rec := serve(h, req); rec.Code != http.StatusOK || rec.Body.String() != string(data) {
+		t.Errorf("with a differing If-Range: %d %q, want the whole file", rec.Code, rec.Body)
+	}
+}
+
 func TestDownloadOfAProviderStream(t *testing.T) {
 	h := newReadAPI(t, &fakeReader{file: readFile, content: []byte("hello"), stream: true})
 	rec := serve(h, request("GET", "/api/v1/files/file-abc/content", "Range", "bytes=0-1"))
