@@ -23,6 +23,26 @@ func brokenForm(token string) string {
 		"--CB\r\nContent-Disposition: form-data; name=\"file\"; filename=\"t.txt\"\r\nContent-Type: text/plain\r\n\r\n"
 }
 
+// uploadOutcome is the console's JSON answer to an upload.
+type uploadOutcome struct {
+	OK      bool   `json:"ok"`
+	Message string `json:"message"`
+}
+
+// postForm posts body, a multipart form of boundary CB, to the console's
+// upload as the page's script does, and reads the outcome.
+func (b *visitor) postForm(body string) (answer, uploadOutcome) {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.base+"/console/files", strings.NewReader(body))
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=CB")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	a := b.do(req)
+	var out uploadOutcome
+	decodeJSON(b.t, a.Body, &out)
+	return a, out
+}
+
 // TestUploadOfABrokenFormIsNoSuccess: a console upload whose browser form
 // breaks before the file ends is answered for what it is, and stores
 // nothing: a form without its closing boundary is the browser's 400 (the
@@ -39,17 +59,7 @@ func TestUploadOfABrokenFormIsNoSuccess(t *testing.T) {
 	token := b.csrf("/console/files")
 
 	t.Run("no closing boundary", func(t *testing.T) {
-		body := brokenForm(token) + "hello\n"
-		req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/files", strings.NewReader(body))
-		req.Header.Set("Content-Type", "multipart/form-data; boundary=CB")
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
-		a := b.do(req)
-		var answer struct {
-			OK      bool   `json:"ok"`
-			Message string `json:"message"`
-		}
-		decodeJSON(t, a.Body, &answer)
+		a, answer := b.postForm(brokenForm(token) + "hello\n")
 		if a.StatusCode != http.StatusBadRequest || answer.OK || !strings.Contains(answer.Message, "incomplete or malformed") {
 			t.Errorf("answer = %d %s, want 400 saying the upload was incomplete or malformed", a.StatusCode, a.Body)
 		}
@@ -131,16 +141,7 @@ func TestUploadOfAFileThatChangedSaysSo(t *testing.T) {
 		"--CB\r\nContent-Disposition: form-data; name=\"size\"\r\n\r\n100\r\n" +
 		"--CB\r\nContent-Disposition: form-data; name=\"file\"; filename=\"t.txt\"\r\nContent-Type: text/plain\r\n\r\n" +
 		"only forty bytes of text, not a hundred\n\r\n--CB--\r\n"
-	req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/files", strings.NewReader(body))
-	req.Header.Set("Content-Type", "multipart/form-data; boundary=CB")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	a := b.do(req)
-	var answer struct {
-		OK      bool   `json:"ok"`
-		Message string `json:"message"`
-	}
-	decodeJSON(t, a.Body, &answer)
+	a, answer := b.postForm(body)
 	if answer.OK || !strings.Contains(answer.Message, "changed while it was being sent") {
 		t.Errorf("answer = %d %s, want the file's change named", a.StatusCode, a.Body)
 	}
