@@ -147,7 +147,7 @@ func refuseQuerySemicolons(log *zap.Logger) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.IndexByte(r.URL.RawQuery, ';') >= 0 {
 				var p invalid.Problems
-				p.Add("query", "';' does not separate parameters: use '&' (or %3B within a value)")
+				p.Add("query", "';' is not a parameter separator (parameters are joined by ampersands; a semicolon within a value is %3B)")
 				writeError(w, r, log, p.Err())
 				return
 			}
