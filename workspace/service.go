@@ -58,6 +58,9 @@ func (s *Service) Create(ctx context.Context, userID string, req CreateRequest, 
 	if err := p.Err(); err != nil {
 		return Result{}, err
 	}
+	if err := s.refuseIDAsSlug(ctx, userID, *req.Slug, ""); err != nil {
+		return Result{}, err
+	}
 	w, err := s.build(userID, req)
 	if err != nil {
 		return Result{}, err
@@ -100,6 +103,15 @@ func (s *Service) Update(ctx context.Context, userID, idOrSlug string, u UpdateR
 	if err := p.Err(); err != nil {
 		return Result{}, err
 	}
+	if u.Slug.Set && idShaped(u.Slug.Value) {
+		self, err := s.Get(ctx, userID, idOrSlug)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := s.refuseIDAsSlug(ctx, userID, u.Slug.Value, self.ID); err != nil {
+			return Result{}, err
+		}
+	}
 	at := s.now().UTC().Truncate(time.Microsecond)
 	var idem *Idempotency
 	if idempotencyKey != "" {
@@ -125,6 +137,26 @@ func (s *Service) Update(ctx context.Context, userID, idOrSlug string, u UpdateR
 		return replay(prior, idem)
 	}
 	return Result{Workspace: w}, nil
+}
+
+// refuseIDAsSlug answers ErrSlugTaken for a slug that is the id of
+// another of userID's workspaces (self, "" on creation, is the one being
+// changed). The spec's pattern allows a slug in the shape of a UUID, and a
+// path is read as an id first: such a slug would name the other workspace
+// everywhere. Unlike a slug, an id is never chosen, reused or given to a
+// workspace made later, so reading before the write races with nothing.
+func (s *Service) refuseIDAsSlug(ctx context.Context, userID, slug, self string) error {
+	if !idShaped(slug) || slug == self {
+		return nil
+	}
+	_, err := s.store.WorkspaceByID(ctx, userID, slug)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	return ErrSlugTaken
 }
 
 // replay answers a retry with the record of the first request.

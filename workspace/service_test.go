@@ -590,4 +590,20 @@ func TestServiceGetAndDefault(t *testing.T) {
 	if got, err := svc.Get(ctx, "u1", uuidSlug); err != nil || got.ID != w.ID {
 		t.Errorf("Get(uuid-shaped slug) = %+v, %v", got, err)
 	}
+
+	// The id of another of the user's workspaces is taken as a slug: a
+	// path would read it as that id and name the other workspace.
+	if _, err := svc.Create(ctx, "u1", creation("V", ids[0]), ""); !errors.Is(err, ErrSlugTaken) {
+		t.Errorf("Create with another workspace's id as slug: %v, want ErrSlugTaken", err)
+	}
+	if _, err := svc.Update(ctx, "u1", w.ID, UpdateRequest{Slug: set(ids[0])}, ""); !errors.Is(err, ErrSlugTaken) {
+		t.Errorf("Update to another workspace's id as slug: %v, want ErrSlugTaken", err)
+	}
+	// Its own id, or another user's, names nothing else of the user's.
+	if _, err := svc.Update(ctx, "u1", w.ID, UpdateRequest{Slug: set(w.ID)}, ""); err != nil {
+		t.Errorf("Update to its own id as slug: %v", err)
+	}
+	if _, err := svc.Create(ctx, "u2", creation("W", ids[0]), ""); err != nil {
+		t.Errorf("Create with another user's workspace id as slug: %v", err)
+	}
 }

@@ -84,13 +84,20 @@ type Ref struct {
 
 // ParseRef reads a path segment; ok is false when it can name no workspace.
 func ParseRef(idOrSlug string) (ref Ref, ok bool) {
-	if _, err := uuid.Parse(idOrSlug); err == nil && len(idOrSlug) == 36 {
+	if idShaped(idOrSlug) {
 		ref.ID = idOrSlug
 	}
 	if ValidSlug(idOrSlug) {
 		ref.Slug = idOrSlug
 	}
 	return ref, ref.ID != "" || ref.Slug != ""
+}
+
+// idShaped says whether s is a UUID in its 36-character form, the form of
+// a workspace's id.
+func idShaped(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil && len(s) == 36
 }
 
 // NotDeletableError says why a workspace was not deleted. It unwraps to
