@@ -167,18 +167,21 @@ func (a *authenticator) authenticateBlocked(r *http.Request, client string, wait
 // proxy in front that reads the other one.
 func credentials(r *http.Request) string {
 	if v := r.Header["Authorization"]; len(v) > 0 && v[0] != "" {
-		if len(v) > 1 {
-			return ambiguousCredentials
-		}
-		return v[0]
+		return sole(v, "")
 	}
 	if v := r.Header["X-Api-Key"]; len(v) > 0 && v[0] != "" {
-		if len(v) > 1 {
-			return ambiguousCredentials
-		}
-		return "Bearer " + v[0]
+		return sole(v, "Bearer ")
 	}
 	return ""
+}
+
+// sole is prefix and the one value of a credential header, or
+// ambiguousCredentials when the header came more than once.
+func sole(values []string, prefix string) string {
+	if len(values) > 1 {
+		return ambiguousCredentials
+	}
+	return prefix + values[0]
 }
 
 // ambiguousCredentials stands for a credential header sent more than once:
