@@ -399,16 +399,17 @@ func (f *formReader) Read(p []byte) (int, error) {
 
 // formBroken is the answer to an upload whose browser form broke before
 // the file ended, whatever the API made of the cut it saw: a body that
-// stopped arriving is the API's 408; a browser that went away has no
-// answer (the handler aborts, as the API does); else the form itself is
-// malformed (a missing closing boundary, say), which is the browser's
-// 400 and not a fault of the server.
+// stopped arriving is the API's 408; a browser that went away is the read's
+// own error, which fail answers as every visit whose browser left (the
+// handler aborts, as the API does); else the form itself is malformed (a
+// missing closing boundary, say), which is the browser's 400 and not a
+// fault of the server.
 func formBroken(r *http.Request, readErr error) error {
 	switch {
 	case errors.Is(readErr, os.ErrDeadlineExceeded):
 		return &client.Error{StatusCode: http.StatusRequestTimeout, Message: "the file stopped arriving, so no file was stored. Send it again"}
 	case r.Context().Err() != nil:
-		panic(http.ErrAbortHandler)
+		return readErr
 	default:
 		return badInput{"The upload arrived incomplete or malformed, so no file was stored. Send the file again."}
 	}
