@@ -18,6 +18,10 @@
 # Each round also reads the server's CPU time per request, which the other
 # load of a shared machine disturbs far less than the rate.
 #
+# BASE=REV adds a fourth contender, "base": the gateway built from the git
+# revision REV, on a copy of the same data, so that a change is measured
+# before and after in the same rounds (gateway / base).
+#
 #   bench/lookup.sh [ROUNDS] [SECONDS]      (defaults 5 rounds of 5 s)
 set -euo pipefail
 rounds=${1:-5}
@@ -42,6 +46,11 @@ trap cleanup EXIT
 
 go build -o "$work/gateway" ./cmd/gateway
 go build -o "$work/bare" ./bench/bare
+if [ -n "${BASE:-}" ]; then
+  mkdir "$work/base-src"
+  git -C "$root" archive "$BASE" | tar -x -C "$work/base-src"
+  (cd "$work/base-src" && go build -o "$work/gateway-base" ./cmd/gateway)
+fi
 
 gw_port=$(free_port) bare_port=$(free_port) obliged_port=$(free_port)
 cat >"$work/gateway.yaml" <<YAML
@@ -55,6 +64,18 @@ limits:
     default: {requests: 100000000, per: 1s, burst: 100000000}
 YAML
 key=$("$work/gateway" keys create --config "$work/gateway.yaml" --name bench --user bench 2>/dev/null | tail -n 1)
+contenders=(bare obliged gateway)
+if [ -n "${BASE:-}" ]; then
+  contenders+=(base)
+  base_port=$(free_port)
+  cp "$work/gateway.db" "$work/base.db"
+  sed -e "s/:$gw_port\"/:$base_port\"/" -e "s#$work/gateway.db#$work/base.db#" -e "s#$work/files#$work/base-files#" \
+    "$work/gateway.yaml" >"$work/base.yaml"
+  "${pin_server[@]}" "$work/gateway-base" serve --config "$work/base.yaml" 2>"$work/base.log" &
+  base_pid=$!
+  pids+=("$base_pid")
+  wait_http "http://127.0.0.1:$base_port/healthz"
+fi
 "${pin_server[@]}" "$work/gateway" serve --config "$work/gateway.yaml" 2>"$work/gateway.log" &
 gw_pid=$!
 pids+=("$gw_pid")
@@ -91,6 +112,7 @@ run() {
 bare_url="http://127.0.0.1:$bare_port/api/v1/model/$model"
 obliged_url="http://127.0.0.1:$obliged_port/api/v1/model/$model"
 gw_url="http://127.0.0.1:$gw_port/api/v1/model/$model"
+base_url="http://127.0.0.1:${base_port:-0}/api/v1/model/$model"
 auth="Authorization: Bearer $key"
 # measure NAME: one run of the contender NAME, as "rps cpu_us".
 measure() {
@@ -98,14 +120,16 @@ measure() {
     bare) run "$bare_pid" "$bare_url" ;;
     obliged) run "$obliged_pid" "$obliged_url" "$auth" ;;
     gateway) run "$gw_pid" "$gw_url" "$auth" ;;
+    base) run "$base_pid" "$base_url" "$auth" ;;
   esac
 }
 # Warm all up (caches, connections, the auth cache).
-for c in bare obliged gateway; do measure "$c" >/dev/null; done
+for c in "${contenders[@]}"; do measure "$c" >/dev/null; done
 
 declare -A rps cpu
 rr=() orr=() gor=() cr=() ocr=() bare_r=() obliged_r=() gw_r=() bare_c=() obliged_c=() gw_c=()
-order=(bare obliged gateway)
+gbr=() gbc=()
+order=("${contenders[@]}")
 for i in $(seq "$rounds"); do
   # The order rotates, so no server always runs first.
   for c in "${order[@]}"; do read -r "rps[$c]" "cpu[$c]" < <(measure "$c"); done
@@ -117,6 +141,10 @@ for i in $(seq "$rounds"); do
   bare_c+=("${cpu[bare]}") obliged_c+=("${cpu[obliged]}") gw_c+=("${cpu[gateway]}")
   printf 'round %d: bare %6.0f rps %5.1f us/req  obliged %6.0f rps %5.1f us/req  gateway %6.0f rps %5.1f us/req  gateway/bare %s (cpu %s)  obliged/bare %s  gateway/obliged %s\n' \
     "$i" "$b" "${cpu[bare]}" "$o" "${cpu[obliged]}" "$g" "${cpu[gateway]}" "${rr[-1]}" "${cr[-1]}" "${orr[-1]}" "${gor[-1]}"
+  if [ -n "${BASE:-}" ]; then
+    gbr+=("$(ratio "$g" "${rps[base]}")") gbc+=("$(ratio "${cpu[base]}" "${cpu[gateway]}")")
+    printf '         base %6.0f rps %5.1f us/req  gateway/base %s (cpu %s)\n' "${rps[base]}" "${cpu[base]}" "${gbr[-1]}" "${gbc[-1]}"
+  fi
 done
 med() { printf '%s\n' "$@" | median; }
 # The headline is the median of the round ratios: each round's runs share
@@ -128,6 +156,10 @@ printf 'what net/http charges for the headers and deadlines (obliged / bare): %s
   "$(med "${orr[@]}")" "$(med "${gor[@]}")"
 printf 'server CPU per request: bare %.1f us, obliged %.1f us, gateway %.1f us; bare / gateway %s, obliged / gateway %s (medians of round ratios)\n' \
   "$(med "${bare_c[@]}")" "$(med "${obliged_c[@]}")" "$(med "${gw_c[@]}")" "$(med "${cr[@]}")" "$(med "${ocr[@]}")"
+if [ -n "${BASE:-}" ]; then
+  printf 'against %s (gateway / base, medians of round ratios): rate %s, CPU per request (base / gateway) %s\n' \
+    "$BASE" "$(med "${gbr[@]}")" "$(med "${gbc[@]}")"
+fi
 lines=$(grep -c '"msg":"request"' "$work/gateway.log" || true)
 echo "access log lines written: $lines"
 # Every measured request must have been answered 200: a refusal is cheaper.
