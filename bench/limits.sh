@@ -75,7 +75,7 @@ mkdir -p "$work/redis"
   --dir "$work/redis" --daemonize no --logfile "$work/redis/redis.log" >/dev/null 2>&1 </dev/null &
 pids+=($!)
 for _ in $(seq 50); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$redis_port" && printf 'PING\r\n' >&3 && head -c 5 <&3 | grep -q PONG) 2>/dev/null && break
+  redis_pings "$redis_port" && break
   sleep 0.1
 done
 

@@ -4,6 +4,14 @@
 # random below the ephemeral range (which the machine's outgoing connections
 # take, so a bind there can collide with one of them), so parallel runs
 # rarely collide, and checked by trying to connect.
+#
+# A port found free stays free only until a server binds it, and the
+# servers of a run start in the background: two picks made before either
+# binds could name the same port (a Cluster node's port and another's bus
+# port, say), and the loser's readiness check would then talk to the
+# winner. So when TESTENV_PORT_CLAIMS names a directory (run.sh makes one
+# per run), each port handed out is claimed there with a mkdir, which
+# succeeds once: no port is handed out twice in a run.
 free_port() {
   local p tries=0 lo=10000 span
   span=$(($(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768) - lo))
@@ -12,13 +20,23 @@ free_port() {
   fi
   while ((tries++ < 200)); do
     p=$((lo + RANDOM % span))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null &&
+      { [ -z "${TESTENV_PORT_CLAIMS:-}" ] || mkdir "$TESTENV_PORT_CLAIMS/$p" 2>/dev/null; }; then
       echo "$p"
       return 0
     fi
   done
   echo "no free port found" >&2
   return 1
+}
+
+# redis_pings PORT succeeds when a Redis (or a Sentinel) on PORT answers
+# PING within two seconds. Whatever else listens there fails it, even a
+# server that accepts and never answers (a Cluster node's bus port does
+# that): a read without a time-out would wait for ever.
+redis_pings() {
+  local reply
+  (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'PING\r\n' >&3 && read -r -t 2 reply <&3 && [[ $reply == +PONG* ]]) 2>/dev/null
 }
 
 # wait_for DESCRIPTION SECONDS LOG COMMAND... retries COMMAND every 0.1 s

@@ -19,12 +19,6 @@ start_redis() {
   echo "testenv: redis on 127.0.0.1:$port" >&2
 }
 
-# redis_pings PORT succeeds when a Redis (or a Sentinel) on PORT answers
-# PING.
-redis_pings() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'PING\r\n' >&3 && head -c 5 <&3 | grep -q PONG) 2>/dev/null
-}
-
 # start_redis_topologies STATE_DIR launches a Redis Cluster (3 masters, each
 # with a replica) and a Sentinel group (a master, its replica, three
 # Sentinels with a quorum of two, the master named "gateway"), ephemeral
@@ -106,7 +100,7 @@ redis_topologies_ready() {
   for a in "${cluster[@]}" "127.0.0.1:$master" "${sentinels[@]}"; do
     wait_for "redis on ${a##*:}" 20 "$(echo "$dir"/*-"${a##*:}"/*.log)" redis_pings "${a##*:}" || return 1
   done
-  "$cli" --cluster create "${cluster[@]}" --cluster-replicas 1 --cluster-yes >"$dir/cluster-create.log" 2>&1 ||
+  timeout 60 "$cli" --cluster create "${cluster[@]}" --cluster-replicas 1 --cluster-yes >"$dir/cluster-create.log" 2>&1 ||
     { tail -n 30 "$dir/cluster-create.log"; return 1; }
   for a in "${cluster[@]}"; do
     wait_for "cluster node ${a##*:}" 30 "$dir/cluster-create.log" redis_cluster_node_ready "$cli" "${a##*:}" || return 1
@@ -122,13 +116,13 @@ redis_topologies_ready() {
 # in sync.
 redis_cluster_node_ready() {
   local cli=$1 port=$2 info repl
-  info=$("$cli" -p "$port" cluster info 2>/dev/null || true)
+  info=$(timeout 5 "$cli" -p "$port" cluster info 2>/dev/null || true)
   case $info in
     *cluster_state:ok*) ;;
     *"cluster support disabled"*) ;;
     *) return 1 ;;
   esac
-  repl=$("$cli" -p "$port" info replication) || return 1
+  repl=$(timeout 5 "$cli" -p "$port" info replication) || return 1
   case $repl in
     *role:master*) grep -q 'connected_slaves:[1-9]' <<<"$repl" && ! grep -q 'state=wait_bgsave\|state=send_bulk' <<<"$repl" ;;
     *) grep -q 'master_link_status:up' <<<"$repl" ;;
@@ -140,7 +134,7 @@ redis_cluster_node_ready() {
 # master; until then they serve clients but could not fail over, which
 # the tests that kill a master do on groups of their own.)
 redis_sentinel_ready() {
-  "$1" -p "$2" sentinel get-master-addr-by-name gateway 2>/dev/null | grep -qx "$3"
+  timeout 5 "$1" -p "$2" sentinel get-master-addr-by-name gateway 2>/dev/null | grep -qx "$3"
 }
 
 # wait_redis_topologies waits for what start_redis_topologies started in

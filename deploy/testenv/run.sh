@@ -19,6 +19,9 @@ root=$(cd "$here/../.." && pwd)
 source "$here/lib.sh"
 link_tool_cache "$root"
 state=$(mktemp -d "$root/.testenv/run.XXXXXX")
+# No port is handed out twice in this run (see free_port).
+export TESTENV_PORT_CLAIMS=$state/ports
+mkdir "$TESTENV_PORT_CLAIMS"
 
 stop_all() {
   local code=$?
